@@ -1,0 +1,142 @@
+"""prism-tools: a tool harness for LLM agents, with a Rust core.
+
+The host hands the harness the tools an agent may use; the harness keeps them in a registry,
+narrows them with exact filters, checks every model tool call, runs the calls that pass, emits
+lifecycle events and writes an audit ledger with secrets redacted.
+"""
+
+from __future__ import annotations
+
+try:
+    from prism_tools import _core
+except ImportError as err:  # pragma: no cover - depends on the installed wheel
+    raise ImportError(
+        "prism_tools could not load its compiled core (prism_tools._core). Install a wheel built "
+        "for this interpreter, or build from source with a Rust toolchain: pip install ."
+    ) from err
+
+from prism_tools._core import ToolFilter
+from prism_tools.dispatch import ARGUMENTS_NOT_OBJECT, dispatch_tool_call, error_info
+from prism_tools.errors import (
+    DuplicateToolError,
+    GuardrailTripwire,
+    IdentityError,
+    LedgerWriteError,
+    MiddlewareError,
+    PermissionDeniedError,
+    PrismError,
+    RunLimitError,
+    SchemaGuardError,
+    ToolScopeError,
+    TrustDeniedError,
+    UnknownToolError,
+)
+from prism_tools.guardrails import (
+    FunctionGuardrail,
+    Guardrail,
+    GuardrailContext,
+    GuardrailDecision,
+    GuardrailRecord,
+    Guardrails,
+    guardrail,
+)
+from prism_tools.identity import AgentIdentity, Ownership
+from prism_tools.ledger import InMemoryRunLedger, RunLedger
+from prism_tools.middleware import MiddlewareRegistry, create_middleware_registry
+from prism_tools.policies import (
+    PermissionDecision,
+    PermissionPolicy,
+    PermissionRequest,
+    TrustDecision,
+    TrustPolicy,
+    TrustRequest,
+    create_static_permission_policy,
+    create_static_trust_policy,
+)
+from prism_tools.redaction import (
+    Redactor,
+    SecretRedactor,
+    create_secret_redactor,
+    redact_run_ledger_record,
+)
+from prism_tools.registry import (
+    ContributionRegistries,
+    ToolRegistry,
+    compile_filter,
+    create_contribution_registries,
+    create_tool_registry,
+    filter_tools,
+)
+from prism_tools.types import (
+    BLOCKED_REASONS,
+    AgentEvent,
+    ErrorInfo,
+    JSONValue,
+    ToolCall,
+    ToolCallRecord,
+    ToolDefinition,
+    ToolExecutionContext,
+    ToolResult,
+)
+
+__version__: str = _core.__version__
+
+__all__ = [
+    "ARGUMENTS_NOT_OBJECT",
+    "BLOCKED_REASONS",
+    "AgentEvent",
+    "AgentIdentity",
+    "ContributionRegistries",
+    "DuplicateToolError",
+    "ErrorInfo",
+    "FunctionGuardrail",
+    "Guardrail",
+    "GuardrailContext",
+    "GuardrailDecision",
+    "GuardrailRecord",
+    "GuardrailTripwire",
+    "Guardrails",
+    "IdentityError",
+    "InMemoryRunLedger",
+    "JSONValue",
+    "LedgerWriteError",
+    "MiddlewareError",
+    "MiddlewareRegistry",
+    "Ownership",
+    "PermissionDecision",
+    "PermissionDeniedError",
+    "PermissionPolicy",
+    "PermissionRequest",
+    "PrismError",
+    "Redactor",
+    "RunLedger",
+    "RunLimitError",
+    "SchemaGuardError",
+    "SecretRedactor",
+    "ToolCall",
+    "ToolCallRecord",
+    "ToolDefinition",
+    "ToolExecutionContext",
+    "ToolFilter",
+    "ToolRegistry",
+    "ToolResult",
+    "ToolScopeError",
+    "TrustDecision",
+    "TrustDeniedError",
+    "TrustPolicy",
+    "TrustRequest",
+    "UnknownToolError",
+    "__version__",
+    "compile_filter",
+    "create_contribution_registries",
+    "create_middleware_registry",
+    "create_secret_redactor",
+    "create_static_permission_policy",
+    "create_static_trust_policy",
+    "create_tool_registry",
+    "dispatch_tool_call",
+    "error_info",
+    "filter_tools",
+    "guardrail",
+    "redact_run_ledger_record",
+]

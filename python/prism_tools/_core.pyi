@@ -1,0 +1,67 @@
+"""Typed stub of the compiled core. Users import ``prism_tools``, not this module."""
+
+from collections.abc import Iterable, Sequence
+from typing import Final, final
+
+__version__: Final[str]
+CHECK_UNKNOWN: Final[int]
+CHECK_DENIED: Final[int]
+
+class PrismError(Exception):
+    """Base class of every error prism-tools raises on purpose."""
+
+    code: str
+
+class DuplicateToolError(PrismError):
+    """A tool name registered twice under the "error" policy."""
+
+@final
+class Registry:
+    """Insertion-ordered tool name table; the Python facade keeps definitions by slot."""
+
+    def __new__(cls, duplicate: str = "replace") -> Registry: ...
+    @property
+    def duplicate(self) -> str: ...
+    def insert(self, name: str) -> tuple[int, bool]:
+        """Add or replace ``name``; returns ``(slot, replaced)``."""
+    def slot(self, name: str) -> int | None: ...
+    def check(self, name: str, filter: ToolFilter | None = None) -> int:
+        """The slot, ``CHECK_UNKNOWN`` or ``CHECK_DENIED``."""
+    def names(self) -> list[str]: ...
+    def permitted_slots(self, filter: ToolFilter) -> list[int]: ...
+    def __len__(self) -> int: ...
+    def __contains__(self, name: object) -> bool: ...
+
+@final
+class ToolFilter:
+    """A compiled exact-name allow/deny filter: any deny wins, every non-empty allow must hold."""
+
+    def __new__(
+        cls, allow: Iterable[str] | None = None, deny: Iterable[str] | None = None
+    ) -> ToolFilter: ...
+    @staticmethod
+    def all_of(filters: Sequence[ToolFilter]) -> ToolFilter:
+        """One filter equal to applying every filter in ``filters``."""
+    @property
+    def deny(self) -> frozenset[str]: ...
+    @property
+    def allow(self) -> frozenset[str] | None:
+        """Names every allow list admits; None when no allow list restricts anything."""
+    def permits(self, name: str) -> bool: ...
+    def apply(self, names: Sequence[str]) -> list[int]:
+        """Indexes of the permitted names, in input order."""
+    def is_permissive(self) -> bool: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class SecretMatcher:
+    """One Aho-Corasick automaton over a fixed set of secrets."""
+
+    def __new__(cls, secrets: Sequence[str], *, replacement: str = "[REDACTED]") -> SecretMatcher: ...
+    def replace(self, text: str) -> str | None: ...
+    def contains(self, text: str) -> bool: ...
+    def contains_json(self, data: bytes) -> bool: ...
+    @property
+    def replacement(self) -> str: ...
+    def __len__(self) -> int: ...

@@ -1,0 +1,529 @@
+"""``dispatch_tool_call``: the one gate every tool call passes through.
+
+Order (first block wins; a blocked call never reaches ``execute``):
+
+1. charge the run's tool-call budget (``limit_tracker``), blocked calls included;
+2. ``tool_call`` middleware; everything after sees the rewritten call;
+3. ``tool_input`` guardrails (they see calls to unknown tools too);
+4. lookup (``unknown_tool``), filters (``tool_denied``), ``arguments_error`` and non-object
+   arguments (``invalid_arguments``) -- lookup and filter are one crossing into the Rust core;
+5. identity, then trust, then permission (``permission_denied``);
+6. ``validate`` (``validation_failed``);
+7. ``before_execute`` (``execution_denied``);
+8. ``tool_execution_started`` event and ``started`` row, then ``execute``; each progress report is
+   a ``tool_execution_progress`` event and a ``started`` row with the progress fields;
+9. a raising tool gives ``tool_execution_error``, an ``error`` row and an error result;
+10. ``tool_result`` middleware, ``tool_output`` guardrails on the raw result, redaction, then
+    ``tool_execution_finished`` and the ``finished`` row.
+
+With ``secrets`` or a ``redactor``, nothing that leaves dispatch (result, error, event, row,
+guardrail reason) carries a secret, on every path. Only a guardrail tripwire, a run-limit breach,
+a middleware failure under ``error_policy="throw"``, a ledger that refuses a row, and cancellation
+raise; everything else comes back as a ``ToolResult``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from prism_tools._core import CHECK_DENIED, ToolFilter
+from prism_tools.errors import (
+    GuardrailTripwire,
+    LedgerWriteError,
+    PermissionDeniedError,
+    TrustDeniedError,
+)
+from prism_tools.guardrails import (
+    TOOL_CALL_BLOCKED,
+    TOOL_RESULT_BLOCKED,
+    GuardrailContext,
+    GuardrailRecord,
+    Guardrails,
+    evaluate_guardrails,
+    tripwire_error,
+)
+from prism_tools.identity import AgentIdentity, Ownership
+from prism_tools.ledger import RunLedger
+from prism_tools.middleware import MiddlewareDiagnostic, MiddlewareRegistry
+from prism_tools.policies import PermissionPolicy, PermissionRequest, TrustPolicy, TrustRequest
+from prism_tools.redaction import Redactor, effective_redactor, redact_run_ledger_record
+from prism_tools.registry import FilterInput, ToolRegistry, compile_filter
+from prism_tools.types import (
+    AgentEvent,
+    BlockedReason,
+    ErrorInfo,
+    EventSink,
+    JSONValue,
+    LedgerStatus,
+    ToolCall,
+    ToolCallRecord,
+    ToolDefinition,
+    ToolExecutionContext,
+    ToolResult,
+    ignore_progress,
+)
+
+logger = logging.getLogger("prism_tools.dispatch")
+
+ARGUMENTS_NOT_OBJECT = "Tool arguments must be a JSON object"
+ToolValidator = Callable[[ToolDefinition, dict[str, JSONValue], ToolExecutionContext], Any]
+BeforeExecute = Callable[[ToolCall, ToolDefinition, ToolExecutionContext], Any]
+
+_isawaitable = inspect.isawaitable
+
+
+class LimitTracker(Protocol):
+    """What dispatch needs from a run's limit tracker: ``charge(limit)`` raises
+    ``RunLimitError`` when the limit is exceeded."""
+
+    def charge(self, limit: str) -> None: ...
+
+
+def error_info(err: BaseException, redactor: Redactor | None = None) -> ErrorInfo:
+    """An ``ErrorInfo`` for an exception: its message (redacted), stable code and class name."""
+    message = str(err) or type(err).__name__
+    code = getattr(err, "code", None)
+    if isinstance(code, bool) or not isinstance(code, str | int):
+        code = None
+    info = ErrorInfo(message=message, code=code, name=type(err).__name__)
+    return info if redactor is None else redactor.redact(info)
+
+
+def now_iso() -> str:
+    """UTC now as ISO 8601 with milliseconds and a ``Z`` suffix."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class _Audit:
+    """Per-call bookkeeping for events, ledger rows and redaction; built only when one is on."""
+
+    __slots__ = ("context", "emit", "ledger", "ownership", "redactor", "started_at", "t0")
+
+    def __init__(
+        self,
+        context: ToolExecutionContext,
+        emit: EventSink | None,
+        ledger: RunLedger | None,
+        redactor: Redactor | None,
+        ownership: Ownership | None,
+    ) -> None:
+        self.context = context
+        self.emit = emit
+        self.ledger = ledger
+        self.redactor = redactor
+        self.ownership = ownership
+        self.t0 = time.perf_counter()
+        self.started_at = now_iso() if ledger is not None else ""
+
+    def scrub(self, value: Any) -> Any:
+        return value if self.redactor is None else self.redactor.redact(value)
+
+    def timing(self, status: str) -> dict[str, JSONValue]:
+        elapsed = int((time.perf_counter() - self.t0) * 1000)
+        return {"duration_ms": max(0, elapsed), "status": status}
+
+    async def event(self, event: AgentEvent) -> None:
+        if self.emit is None:
+            return
+        if self.redactor is not None:
+            event = self.redactor.redact(event)
+        try:
+            outcome = self.emit(event)
+            if _isawaitable(outcome):
+                await outcome
+        except Exception:
+            # An event sink must not change what dispatch does with the call.
+            logger.exception("event sink failed on %s", event.type)
+
+    async def row(
+        self,
+        call: ToolCall,
+        status: LedgerStatus,
+        *,
+        result: ToolResult | None = None,
+        reason: str | None = None,
+        progress: JSONValue = None,
+        progress_metadata: Mapping[str, JSONValue] | None = None,
+        progress_at: str | None = None,
+    ) -> None:
+        if self.ledger is None:
+            return
+        ownership = self.ownership
+        record = ToolCallRecord(
+            id=f"toolcall_{uuid.uuid4()}",
+            session_id=self.context.session_id,
+            run_id=self.context.run_id,
+            tool_call_id=call.id,
+            name=call.name,
+            arguments=call.arguments,
+            status=status,
+            started_at=self.started_at,
+            redacted=self.redactor is not None,
+            tenant_id=None if ownership is None else ownership.tenant_id,
+            account_id=None if ownership is None else ownership.account_id,
+            user_id=None if ownership is None else ownership.user_id,
+            finished_at=None if status == "started" else now_iso(),
+            result=result,
+            reason=reason,
+            progress=progress,
+            progress_metadata=progress_metadata,
+            progress_at=progress_at,
+        )
+        record = redact_run_ledger_record(record, self.redactor)
+        try:
+            outcome = self.ledger.append_tool_call(record)
+            if _isawaitable(outcome):
+                await outcome
+        except Exception as err:
+            raise LedgerWriteError(
+                f"the run ledger refused a {status} row for tool call {record.tool_call_id}"
+            ) from err
+
+    async def blocked(self, call: ToolCall, reason: BlockedReason, error: ErrorInfo) -> ToolResult:
+        error = self.scrub(error)
+        result = ToolResult(tool_call_id=call.id, name=call.name, error=error)
+        await self.event(
+            AgentEvent(
+                type="tool_execution_blocked",
+                session_id=self.context.session_id,
+                run_id=self.context.run_id,
+                tool_call_id=call.id,
+                name=call.name,
+                reason=reason,
+                error=error,
+                metadata=self.timing("blocked"),
+            )
+        )
+        await self.row(call, "blocked", result=result, reason=reason)
+        return result
+
+    async def failed(self, call: ToolCall, error: ErrorInfo) -> ToolResult:
+        error = self.scrub(error)
+        result = ToolResult(tool_call_id=call.id, name=call.name, error=error)
+        await self.event(
+            AgentEvent(
+                type="tool_execution_error",
+                session_id=self.context.session_id,
+                run_id=self.context.run_id,
+                call=call,
+                error=error,
+                metadata=self.timing("error"),
+            )
+        )
+        await self.row(call, "error", result=result)
+        return result
+
+
+def _error_result(call: ToolCall, error: ErrorInfo) -> ToolResult:
+    return ToolResult(tool_call_id=call.id, name=call.name, error=error)
+
+
+async def _block(
+    audit: _Audit | None, call: ToolCall, reason: BlockedReason, error: ErrorInfo
+) -> ToolResult:
+    if audit is None:
+        return _error_result(call, error)
+    return await audit.blocked(call, reason, error)
+
+
+async def _guard(
+    stage: str,
+    guardrails: Guardrails,
+    value: Any,
+    call: ToolCall,
+    context: ToolExecutionContext,
+    audit: _Audit | None,
+) -> GuardrailRecord | None:
+    guards = guardrails.tool_input if stage == "tool_input" else guardrails.tool_output
+    if not guards:
+        return None
+    guard_context = GuardrailContext(
+        stage=stage,  # type: ignore[arg-type]
+        value=value,
+        session_id=context.session_id,
+        run_id=context.run_id,
+        tool_call_id=call.id,
+        tool_name=call.name if isinstance(call.name, str) else None,
+        metadata=context.metadata or {},
+        signal=context.signal,
+    )
+    scrub = audit.scrub if audit is not None and audit.redactor is not None else (lambda v: v)
+    records, terminal = await evaluate_guardrails(
+        stage,  # type: ignore[arg-type]
+        guards,
+        guard_context,
+        max_concurrency=guardrails.max_concurrency,
+        scrub=scrub,
+    )
+    if audit is not None:
+        for record in records:
+            await audit.event(
+                AgentEvent(
+                    type="guardrail_decision",
+                    session_id=context.session_id,
+                    run_id=context.run_id,
+                    tool_call_id=call.id,
+                    tool_name=guard_context.tool_name,
+                    record=record,
+                )
+            )
+    if terminal is not None and terminal.action != "block":
+        raise tripwire_error(terminal)
+    return terminal
+
+
+def _middleware_reporter(
+    audit: _Audit | None,
+) -> Callable[[MiddlewareDiagnostic], Awaitable[None]] | None:
+    if audit is None:
+        return None
+
+    async def report(diagnostic: MiddlewareDiagnostic) -> None:
+        await audit.event(
+            AgentEvent(
+                type="extension_error",
+                session_id=audit.context.session_id,
+                run_id=audit.context.run_id,
+                error=ErrorInfo(
+                    message=diagnostic.message, code="ERR_PRISM_MIDDLEWARE", name="MiddlewareError"
+                ),
+                data={"hook": diagnostic.hook, "index": diagnostic.index},
+            )
+        )
+
+    return report
+
+
+async def _authorize(
+    name: str,
+    context: ToolExecutionContext,
+    identity: AgentIdentity | None,
+    ownership: Ownership | None,
+    trust: TrustPolicy | None,
+    permission: PermissionPolicy | None,
+) -> None:
+    if identity is not None:
+        identity.check_active()
+        identity.check_ownership(ownership)
+    if trust is not None:
+        decision: Any = trust.check(
+            TrustRequest(kind="tool", target=name, capability="execute", metadata=context.metadata)
+        )
+        if _isawaitable(decision):
+            decision = await decision
+        if getattr(decision, "trusted", False) is not True:
+            raise TrustDeniedError(getattr(decision, "reason", None) or f"Untrusted tool: {name}")
+    if permission is not None:
+        decision = permission.check(
+            PermissionRequest(kind="tool", action="execute", target=name, metadata=context.metadata)
+        )
+        if _isawaitable(decision):
+            decision = await decision
+        if getattr(decision, "allowed", False) is not True:
+            raise PermissionDeniedError(
+                getattr(decision, "reason", None) or f"Permission denied for tool:{name}:execute"
+            )
+
+
+def _validator_error(outcome: Any) -> ErrorInfo | None:
+    if outcome is None or outcome == "":
+        return None
+    if isinstance(outcome, ErrorInfo):
+        return outcome
+    if isinstance(outcome, str):
+        return ErrorInfo(message=outcome)
+    if outcome is False:
+        return None
+    return ErrorInfo(message="Tool arguments failed validation", details=None)
+
+
+def _is_json_object(arguments: Any) -> bool:
+    if type(arguments) is not dict:
+        return False
+    for key in arguments:
+        if type(key) is not str:
+            return False
+    return True
+
+
+async def dispatch_tool_call(
+    call: ToolCall,
+    *,
+    registry: ToolRegistry,
+    context: ToolExecutionContext,
+    filter: FilterInput | None = None,
+    middleware: MiddlewareRegistry | None = None,
+    validate: ToolValidator | None = None,
+    before_execute: BeforeExecute | None = None,
+    emit: EventSink | None = None,
+    secrets: Iterable[str] = (),
+    redactor: Redactor | None = None,
+    ledger: RunLedger | None = None,
+    ownership: Ownership | None = None,
+    identity: AgentIdentity | None = None,
+    guardrails: Guardrails | None = None,
+    trust: TrustPolicy | None = None,
+    permission: PermissionPolicy | None = None,
+    effect_store: Any = None,  # accepted now; effect claims arrive with the durability layer
+    limit_tracker: LimitTracker | None = None,
+) -> ToolResult:
+    """Check one tool call and run it if every check passes; see the module doc for the order."""
+    if limit_tracker is not None:
+        limit_tracker.charge("max_tool_calls")
+    audit: _Audit | None = None
+    if emit is not None or ledger is not None or secrets or redactor is not None:
+        audit = _Audit(context, emit, ledger, effective_redactor(secrets, redactor), ownership)
+
+    if middleware is not None and middleware.has("tool_call"):
+        call = await middleware.run("tool_call", call, report=_middleware_reporter(audit))
+
+    if guardrails is not None and await _guard("tool_input", guardrails, call, call, context, audit):
+        return await _block(audit, call, "guardrail_blocked", ErrorInfo(message=TOOL_CALL_BLOCKED))
+
+    name = call.name
+    if type(name) is not str:
+        return await _block(audit, call, "unknown_tool", ErrorInfo(message=f"Unknown tool: {name}"))
+    if filter is not None and type(filter) is not ToolFilter:
+        filter = compile_filter(filter)
+    slot = registry._names.check(name, filter)
+    if slot < 0:
+        if slot == CHECK_DENIED:
+            return await _block(audit, call, "tool_denied", ErrorInfo(message=f"Tool denied: {name}"))
+        return await _block(audit, call, "unknown_tool", ErrorInfo(message=f"Unknown tool: {name}"))
+    tool = registry._tools[slot]
+    if call.arguments_error is not None:
+        return await _block(audit, call, "invalid_arguments", call.arguments_error)
+    arguments = call.arguments
+    if not _is_json_object(arguments):
+        return await _block(audit, call, "invalid_arguments", ErrorInfo(message=ARGUMENTS_NOT_OBJECT))
+
+    acting = identity if identity is not None else context.identity
+    if audit is None and context.tool_call_id == call.id and acting is context.identity:
+        run_context = context  # nothing to wrap: the tool sees the caller's context as is
+    else:
+        run_context = ToolExecutionContext(
+            session_id=context.session_id,
+            run_id=context.run_id,
+            tool_call_id=call.id,
+            signal=context.signal,
+            metadata=context.metadata,
+            progress=context.progress if audit is None else _progress_reporter(audit, call),
+            identity=acting,
+        )
+
+    if acting is not None or trust is not None or permission is not None:
+        try:
+            await _authorize(name, context, acting, ownership, trust, permission)
+        except Exception as err:
+            return await _block(audit, call, "permission_denied", error_info(err))
+
+    if validate is not None:
+        try:
+            outcome = validate(tool, arguments, run_context)
+            if _isawaitable(outcome):
+                outcome = await outcome
+        except Exception as err:
+            return await _block(audit, call, "validation_failed", error_info(err))
+        problem = _validator_error(outcome)
+        if problem is not None:
+            return await _block(audit, call, "validation_failed", problem)
+
+    if before_execute is not None:
+        try:
+            outcome = before_execute(call, tool, run_context)
+            if _isawaitable(outcome):
+                await outcome
+        except Exception as err:
+            return await _block(audit, call, "execution_denied", error_info(err))
+
+    execute = tool.execute
+    if execute is None:
+        return await _block(
+            audit,
+            call,
+            "execution_denied",
+            ErrorInfo(message=f"Tool {name} has no execute function bound", code="tool_not_bound"),
+        )
+
+    if audit is not None:
+        await audit.event(
+            AgentEvent(
+                type="tool_execution_started",
+                session_id=context.session_id,
+                run_id=context.run_id,
+                call=call,
+            )
+        )
+        await audit.row(call, "started")
+
+    try:
+        output = execute(arguments, run_context)
+        if _isawaitable(output):
+            output = await output
+    except GuardrailTripwire:
+        raise
+    except BaseException as err:
+        if not isinstance(err, Exception):
+            # Cancellation (and interpreter exits) propagate; the audit still records the end.
+            if audit is not None:
+                await audit.failed(call, ErrorInfo(message="Tool call cancelled", code="cancelled"))
+            raise
+        if audit is None:
+            return _error_result(call, error_info(err))
+        return await audit.failed(call, error_info(err))
+
+    result = output if type(output) is ToolResult else ToolResult(call.id, name, output)
+
+    if middleware is not None and middleware.has("tool_result"):
+        result = await middleware.run("tool_result", result, report=_middleware_reporter(audit))
+    if guardrails is not None and await _guard("tool_output", guardrails, result, call, context, audit):
+        return await _block(audit, call, "guardrail_blocked", ErrorInfo(message=TOOL_RESULT_BLOCKED))
+
+    if audit is None:
+        return result
+    result = audit.scrub(result)
+    await audit.event(
+        AgentEvent(
+            type="tool_execution_finished",
+            session_id=context.session_id,
+            run_id=context.run_id,
+            result=result,
+            metadata=audit.timing("finished"),
+        )
+    )
+    await audit.row(call, "finished", result=result)
+    return result
+
+
+def _progress_reporter(audit: _Audit, call: ToolCall) -> Callable[..., Awaitable[None]]:
+    host = audit.context.progress
+
+    async def progress(
+        value: JSONValue = None, metadata: Mapping[str, JSONValue] | None = None
+    ) -> None:
+        if host is not ignore_progress:
+            outcome = host(value, metadata)
+            if _isawaitable(outcome):
+                await outcome
+        await audit.event(
+            AgentEvent(
+                type="tool_execution_progress",
+                session_id=audit.context.session_id,
+                run_id=audit.context.run_id,
+                tool_call_id=call.id,
+                name=call.name,
+                progress=value,
+                metadata=metadata,
+            )
+        )
+        await audit.row(
+            call, "started", progress=value, progress_metadata=metadata, progress_at=now_iso()
+        )
+
+    return progress

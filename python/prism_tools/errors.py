@@ -1,0 +1,109 @@
+"""Exceptions prism-tools raises on purpose. Each has a stable ``code``.
+
+Blocked and failed tool calls are not exceptions: dispatch returns them as ``ToolResult.error``.
+These are for misuse of the API (a duplicate name, an unknown name) and for the few conditions that
+must stop a run (a guardrail tripwire, a run limit, cancellation).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prism_tools._core import DuplicateToolError, PrismError
+
+PrismError.code = "ERR_PRISM"
+DuplicateToolError.code = "ERR_PRISM_DUPLICATE_TOOL"
+
+
+class UnknownToolError(PrismError, LookupError):
+    """``resolve`` of a name that is not registered."""
+
+    code = "ERR_PRISM_UNKNOWN_TOOL"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Unknown tool: {name}")
+        self.name = name
+
+
+class ToolScopeError(PrismError):
+    """A run asked for tools outside what the host registered."""
+
+    code = "ERR_PRISM_TOOL_SCOPE"
+
+
+class SchemaGuardError(PrismError):
+    """A JSON Schema exceeded a guard limit or uses something the harness refuses."""
+
+    code = "ERR_PRISM_SCHEMA_GUARD"
+
+
+class IdentityError(PrismError):
+    """An agent identity is inactive or does not match the ownership of the call."""
+
+    code = "ERR_PRISM_IDENTITY"
+
+
+class TrustDeniedError(PrismError):
+    """The trust policy does not trust the tool."""
+
+    code = "ERR_PRISM_UNTRUSTED"
+
+
+class PermissionDeniedError(PrismError):
+    """The permission policy does not allow the call."""
+
+    code = "ERR_PRISM_PERMISSION_DENIED"
+
+
+class MiddlewareError(PrismError):
+    """A middleware failed (raised under ``error_policy="throw"``) or misused ``next``."""
+
+    code = "ERR_PRISM_MIDDLEWARE"
+
+
+class GuardrailTripwire(PrismError):
+    """A guardrail tripped (or asked for an interruption that the stage cannot serve).
+
+    ``record`` is the guardrail's ``GuardrailRecord``.
+    """
+
+    code = "ERR_PRISM_GUARDRAIL_BLOCKED"
+
+    def __init__(self, message: str, *, record: Any = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.record = record
+        if code is not None:
+            self.code = code
+
+
+class RunLimitError(PrismError):
+    """A run limit was exceeded; ``breach`` says which, its maximum and what was observed."""
+
+    code = "ERR_PRISM_RUN_LIMIT"
+
+    def __init__(self, limit: str, *, maximum: int | float | None = None, observed: int | float | None = None) -> None:
+        super().__init__(f"Run limit exceeded: {limit}")
+        self.limit = limit
+        self.breach = {"limit": limit, "maximum": maximum, "observed": observed}
+
+
+class LedgerWriteError(PrismError):
+    """The ledger refused a row; the call it describes did not start."""
+
+    code = "ERR_PRISM_LEDGER_WRITE"
+
+
+__all__ = [
+    "DuplicateToolError",
+    "GuardrailTripwire",
+    "IdentityError",
+    "LedgerWriteError",
+    "MiddlewareError",
+    "PermissionDeniedError",
+    "PrismError",
+    "RunLimitError",
+    "SchemaGuardError",
+    "ToolScopeError",
+    "TrustDeniedError",
+    "UnknownToolError",
+]

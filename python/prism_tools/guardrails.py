@@ -1,0 +1,256 @@
+"""Guardrails: host checks that can allow, block, trip or interrupt at four stages.
+
+Dispatch runs the ``tool_input`` stage on the call after ``tool_call`` middleware and before the
+registry is consulted (so guardrails see calls to unknown tools too), and the ``tool_output`` stage
+on the raw result before redaction. ``block`` turns into a blocked ``ToolResult``
+(``guardrail_blocked``); ``tripwire`` and ``interrupt`` raise ``GuardrailTripwire``. The run-level
+stages (``input``, ``output``) belong to the agent runtime.
+
+Evaluation fails closed: a malformed guardrail, a malformed decision or a guardrail that raises
+counts as a ``tripwire`` (reasons ``guardrail_invalid``, ``guardrail_invalid_decision``,
+``guardrail_failed``). Guardrails are claimed in declaration order by up to ``max_concurrency``
+workers; the first non-``allow`` record stops further claims, and one ``guardrail_decision`` event
+per kept record is emitted in declaration order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from prism_tools import _json
+from prism_tools.errors import GuardrailTripwire
+from prism_tools.types import JSONValue
+
+GuardrailStage = Literal["input", "output", "tool_input", "tool_output"]
+GuardrailAction = Literal["allow", "block", "tripwire", "interrupt"]
+
+STAGES: frozenset[str] = frozenset(("input", "output", "tool_input", "tool_output"))
+ACTIONS: frozenset[str] = frozenset(("allow", "block", "tripwire", "interrupt"))
+MAX_NAME_BYTES = 128
+MAX_REASON_BYTES = 4096
+MAX_METADATA_BYTES = 16_384
+MAX_CONCURRENCY = 16
+
+TOOL_CALL_BLOCKED = "Tool call blocked by guardrail"
+TOOL_RESULT_BLOCKED = "Tool result blocked by guardrail"
+
+
+@dataclass(frozen=True, slots=True)
+class GuardrailDecision:
+    action: GuardrailAction
+    reason: str | None = None
+    metadata: Mapping[str, JSONValue] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GuardrailContext:
+    """What a guardrail sees. ``value`` is the ``ToolCall`` at ``tool_input`` and the raw
+    ``ToolResult`` at ``tool_output``."""
+
+    stage: GuardrailStage
+    value: Any
+    session_id: str
+    run_id: str
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    metadata: Mapping[str, JSONValue] | None = None
+    signal: asyncio.Event | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GuardrailRecord:
+    """The outcome of one guardrail, as it appears on ``guardrail_decision`` events."""
+
+    guardrail: str
+    stage: str
+    action: GuardrailAction
+    reason: str | None = None
+    metadata: Mapping[str, JSONValue] | None = None
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        out: dict[str, JSONValue] = {
+            "guardrail": self.guardrail, "stage": self.stage, "action": self.action
+        }
+        if self.reason is not None:
+            out["reason"] = self.reason
+        if self.metadata is not None:
+            out["metadata"] = dict(self.metadata)
+        return out
+
+
+class Guardrail(Protocol):
+    name: str
+    stage: str
+
+    def evaluate(self, context: GuardrailContext) -> GuardrailDecision | Awaitable[GuardrailDecision]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionGuardrail:
+    """A guardrail made from a plain function ``fn(context) -> GuardrailDecision``."""
+
+    name: str
+    stage: GuardrailStage
+    fn: Callable[[GuardrailContext], Any]
+
+    def evaluate(self, context: GuardrailContext) -> Any:
+        return self.fn(context)
+
+
+def guardrail(
+    name: str, stage: GuardrailStage, fn: Callable[[GuardrailContext], Any]
+) -> FunctionGuardrail:
+    """Wrap ``fn(context) -> GuardrailDecision`` (sync or async) as a guardrail."""
+    return FunctionGuardrail(name, stage, fn)
+
+
+@dataclass(frozen=True, slots=True)
+class Guardrails:
+    """Guardrails per stage, evaluated in declaration order."""
+
+    input: Sequence[Guardrail] = ()
+    output: Sequence[Guardrail] = ()
+    tool_input: Sequence[Guardrail] = ()
+    tool_output: Sequence[Guardrail] = ()
+    max_concurrency: int = 1
+
+    def for_stage(self, stage: GuardrailStage) -> Sequence[Guardrail]:
+        return tuple(getattr(self, stage))
+
+
+def cut_utf8(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` UTF-8 bytes, at a character boundary."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= limit:
+        return text
+    return data[:limit].decode("utf-8", "ignore")
+
+
+Scrub = Callable[[Any], Any]
+
+
+def _bounded_metadata(metadata: Any, scrub: Scrub) -> Mapping[str, JSONValue] | None:
+    if not isinstance(metadata, Mapping):
+        return None
+    try:
+        blob = _json.dumps(scrub(dict(metadata)))
+    except Exception:
+        return {"invalid": True}
+    if len(blob) > MAX_METADATA_BYTES:
+        return {"truncated": True}
+    plain = _json.loads(blob)
+    return plain if isinstance(plain, dict) else {"invalid": True}
+
+
+def _record(
+    name: str, stage: str, action: GuardrailAction, reason: Any, metadata: Any, scrub: Scrub
+) -> GuardrailRecord:
+    bounded_reason = cut_utf8(scrub(reason), MAX_REASON_BYTES) if isinstance(reason, str) else None
+    return GuardrailRecord(
+        guardrail=cut_utf8(name, MAX_NAME_BYTES),
+        stage=stage,
+        action=action,
+        reason=bounded_reason,
+        metadata=_bounded_metadata(metadata, scrub),
+    )
+
+
+async def _evaluate_one(
+    guard: Any, stage: str, context: GuardrailContext, scrub: Scrub
+) -> GuardrailRecord:
+    name = getattr(guard, "name", None)
+    evaluate = getattr(guard, "evaluate", None)
+    if (
+        not isinstance(name, str)
+        or not name
+        or len(name) > MAX_NAME_BYTES
+        or getattr(guard, "stage", None) != stage
+        or not callable(evaluate)
+    ):
+        label = name if isinstance(name, str) and name else "invalid"
+        return _record(label, stage, "tripwire", "guardrail_invalid", None, scrub)
+    try:
+        decision = evaluate(context)
+        if inspect.isawaitable(decision):
+            decision = await decision
+    except asyncio.CancelledError:
+        raise
+    except Exception as err:
+        message = cut_utf8(scrub(str(err)), MAX_REASON_BYTES)
+        return _record(name, stage, "tripwire", "guardrail_failed", {"error": message}, scrub)
+    action = getattr(decision, "action", None)
+    if not isinstance(decision, GuardrailDecision) and not (
+        isinstance(action, str) and hasattr(decision, "reason")
+    ):
+        return _record(name, stage, "tripwire", "guardrail_invalid_decision", None, scrub)
+    if action not in ACTIONS:
+        return _record(name, stage, "tripwire", "guardrail_invalid_decision", None, scrub)
+    return _record(
+        name, stage, action, getattr(decision, "reason", None), getattr(decision, "metadata", None), scrub
+    )
+
+
+async def evaluate_guardrails(
+    stage: GuardrailStage,
+    guards: Sequence[Any],
+    context: GuardrailContext,
+    *,
+    max_concurrency: int = 1,
+    scrub: Scrub = lambda value: value,
+) -> tuple[list[GuardrailRecord], GuardrailRecord | None]:
+    """Evaluate one stage; returns the kept records (declaration order) and the terminal one."""
+    if not guards:
+        return [], None
+    if (
+        not isinstance(max_concurrency, int)
+        or isinstance(max_concurrency, bool)
+        or not 1 <= max_concurrency <= MAX_CONCURRENCY
+    ):
+        raise ValueError(f"Guardrail max_concurrency must be an integer from 1 to {MAX_CONCURRENCY}")
+    results: dict[int, GuardrailRecord] = {}
+    if max_concurrency == 1:
+        for index, guard in enumerate(guards):
+            record = await _evaluate_one(guard, stage, context, scrub)
+            results[index] = record
+            if record.action != "allow":
+                break
+    else:
+        queue = iter(enumerate(guards))
+        stopped = False
+
+        async def worker() -> None:
+            nonlocal stopped
+            while not stopped:
+                claimed = next(queue, None)
+                if claimed is None:
+                    return
+                index, guard = claimed
+                record = await _evaluate_one(guard, stage, context, scrub)
+                if stopped:
+                    return  # a record produced after the stop is discarded
+                results[index] = record
+                if record.action != "allow":
+                    stopped = True
+
+        async with asyncio.TaskGroup() as group:
+            for _ in range(min(max_concurrency, len(guards))):
+                group.create_task(worker())
+    kept = [results[index] for index in sorted(results)]
+    terminal = next((record for record in kept if record.action != "allow"), None)
+    return kept, terminal
+
+
+def tripwire_error(record: GuardrailRecord) -> GuardrailTripwire:
+    """The exception a ``tripwire`` or ``interrupt`` outside a durable input stage raises."""
+    if record.action == "interrupt":
+        return GuardrailTripwire(
+            f'Guardrail interruption is unavailable at stage "{record.stage}"; '
+            "interrupt suspends only at the input stage of durable runs",
+            record=record,
+            code="ERR_PRISM_GUARDRAIL_INTERRUPT_UNAVAILABLE",
+        )
+    return GuardrailTripwire("Guardrail blocked run", record=record)

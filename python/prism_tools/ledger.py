@@ -1,0 +1,60 @@
+"""The audit ledger: one row per lifecycle transition of a tool call.
+
+A ledger is anything with ``append_tool_call(record)`` (sync or async). Dispatch awaits each append
+before it moves on, so a row is stored before the step it describes proceeds. Rows reach the
+ledger already redacted when dispatch has secrets or a redactor.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Awaitable
+from typing import Protocol
+
+from prism_tools.types import ToolCallRecord
+
+
+class RunLedger(Protocol):
+    def append_tool_call(self, record: ToolCallRecord) -> Awaitable[None] | None: ...
+
+
+class InMemoryRunLedger:
+    """Keeps rows in a list, in append order. Safe to share between threads and tasks."""
+
+    __slots__ = ("_lock", "_records")
+
+    def __init__(self) -> None:
+        self._records: list[ToolCallRecord] = []
+        self._lock = threading.Lock()
+
+    def append_tool_call(self, record: ToolCallRecord) -> None:
+        if not isinstance(record, ToolCallRecord):
+            raise TypeError(f"ledger rows must be ToolCallRecord, got {type(record).__name__}")
+        with self._lock:
+            self._records.append(record)
+
+    @property
+    def records(self) -> list[ToolCallRecord]:
+        """A snapshot of every row, oldest first."""
+        with self._lock:
+            return list(self._records)
+
+    def rows(
+        self,
+        *,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        tool_call_id: str | None = None,
+    ) -> list[ToolCallRecord]:
+        """Rows matching every given id, oldest first."""
+        return [
+            row
+            for row in self.records
+            if (session_id is None or row.session_id == session_id)
+            and (run_id is None or row.run_id == run_id)
+            and (tool_call_id is None or row.tool_call_id == tool_call_id)
+        ]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._records)

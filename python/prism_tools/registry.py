@@ -1,0 +1,216 @@
+"""The tool registry and exact-name filters.
+
+The name table (name -> slot, in first-registration order) lives in the Rust core; this facade
+keeps the ``ToolDefinition`` objects in a list indexed by slot. Replacing a tool keeps its slot,
+so listings stay in first-registration order.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Literal, TypeAlias
+
+from prism_tools._core import Registry as _NameTable
+from prism_tools._core import ToolFilter
+from prism_tools.errors import UnknownToolError
+from prism_tools.types import ToolDefinition
+
+DuplicatePolicy = Literal["replace", "error"]
+FilterInput: TypeAlias = "ToolFilter | Mapping[str, Iterable[str] | None] | Sequence[ToolFilter | Mapping[str, Iterable[str] | None]]"
+
+_FILTER_KEYS = frozenset(("allow", "deny"))
+
+
+class ToolRegistry:
+    """Tools an agent may use, by name, in registration order."""
+
+    __slots__ = ("__weakref__", "_lock", "_names", "_tools")
+
+    def __init__(
+        self, tools: Iterable[ToolDefinition] = (), *, duplicate: DuplicatePolicy = "replace"
+    ) -> None:
+        if not isinstance(duplicate, str):
+            raise TypeError('duplicate must be "replace" or "error"')
+        self._names = _NameTable(duplicate)
+        self._tools: list[ToolDefinition] = []
+        self._lock = threading.Lock()
+        if isinstance(tools, ToolDefinition):
+            raise TypeError("tools must be a collection of ToolDefinition, not a single tool")
+        for tool in tools:
+            self.register(tool)
+
+    @property
+    def duplicate(self) -> DuplicatePolicy:
+        """The duplicate policy: ``"replace"`` or ``"error"``."""
+        return self._names.duplicate  # type: ignore[return-value]
+
+    def register(self, tool: ToolDefinition) -> ToolDefinition:
+        """Add ``tool``, or replace the tool of the same name in place (``"replace"`` policy).
+
+        Raises ``DuplicateToolError`` under the ``"error"`` policy.
+        """
+        if not isinstance(tool, ToolDefinition):
+            raise TypeError(f"register expects a ToolDefinition, got {type(tool).__name__}")
+        with self._lock:
+            # Append first so that a reader never sees a slot without its tool.
+            self._tools.append(tool)
+            try:
+                slot, replaced = self._names.insert(tool.name)
+            except BaseException:
+                self._tools.pop()
+                raise
+            if replaced:
+                self._tools.pop()
+                self._tools[slot] = tool
+        return tool
+
+    def get(self, name: str) -> ToolDefinition | None:
+        """The tool called ``name``, or None."""
+        if not isinstance(name, str):
+            return None
+        slot = self._names.slot(name)
+        return None if slot is None else self._tools[slot]
+
+    def resolve(self, name: str) -> ToolDefinition:
+        """The tool called ``name``; raises ``UnknownToolError`` (a ``LookupError``) if absent."""
+        tool = self.get(name)
+        if tool is None:
+            raise UnknownToolError(name if isinstance(name, str) else repr(name))
+        return tool
+
+    def list(self) -> list[ToolDefinition]:
+        """A new list of the tools in registration order."""
+        return list(self._tools)
+
+    def names(self) -> list[str]:
+        """Tool names in registration order."""
+        return self._names.names()
+
+    def filter(self, filter: FilterInput | None) -> list[ToolDefinition]:
+        """The tools a filter permits, in registration order (one crossing into the core)."""
+        compiled = compile_filter(filter)
+        if compiled is None:
+            return self.list()
+        tools = self._tools
+        return [tools[slot] for slot in self._names.permitted_slots(compiled)]
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def __iter__(self) -> Iterator[ToolDefinition]:
+        return iter(self.list())
+
+    def __repr__(self) -> str:
+        return f"ToolRegistry({len(self)} tools, duplicate={self.duplicate!r})"
+
+
+def create_tool_registry(
+    tools: Iterable[ToolDefinition] = (), *, duplicate: DuplicatePolicy = "replace"
+) -> ToolRegistry:
+    """A registry holding ``tools``; ``duplicate="error"`` refuses a name registered twice."""
+    return ToolRegistry(tools, duplicate=duplicate)
+
+
+def _compile_one(filter: object) -> ToolFilter:
+    if isinstance(filter, ToolFilter):
+        return filter
+    if isinstance(filter, Mapping):
+        unknown = set(filter) - _FILTER_KEYS
+        if unknown:
+            raise ValueError(f"a tool filter takes only 'allow' and 'deny', got {sorted(map(str, unknown))}")
+        return ToolFilter(allow=filter.get("allow"), deny=filter.get("deny"))
+    raise TypeError(
+        f"a tool filter must be a ToolFilter or a mapping with allow/deny, got {type(filter).__name__}"
+    )
+
+
+def compile_filter(filter: FilterInput | None) -> ToolFilter | None:
+    """One compiled ``ToolFilter`` for any accepted filter input (None stays None).
+
+    A ``ToolFilter`` is returned as is, so hosts that build their filters once pay nothing here.
+    """
+    if filter is None or isinstance(filter, ToolFilter):
+        return filter
+    if isinstance(filter, Mapping):
+        return _compile_one(filter)
+    if isinstance(filter, str | bytes):
+        raise TypeError("a tool filter must be a ToolFilter, a mapping or a sequence of them")
+    if isinstance(filter, Sequence):
+        return ToolFilter.all_of([_compile_one(item) for item in filter])
+    raise TypeError(
+        f"a tool filter must be a ToolFilter, a mapping or a sequence of them, got {type(filter).__name__}"
+    )
+
+
+def filter_tools(
+    tools: Iterable[ToolDefinition] | ToolRegistry, filter: FilterInput | None = None
+) -> list[ToolDefinition]:
+    """The tools that pass ``filter``, in input order. Never adds a tool.
+
+    ``filter`` is a ``ToolFilter``, a mapping with ``allow``/``deny``, or a sequence of them: any
+    deny wins, every non-empty allow must include the tool, names match exactly.
+    """
+    if isinstance(tools, ToolRegistry):
+        return tools.filter(filter)
+    listed = list(tools)
+    for tool in listed:
+        if not isinstance(tool, ToolDefinition):
+            raise TypeError(f"filter_tools expects ToolDefinition items, got {type(tool).__name__}")
+    compiled = compile_filter(filter)
+    if compiled is None:
+        return listed
+    return [listed[index] for index in compiled.apply([tool.name for tool in listed])]
+
+
+class ContributedTools:
+    """Tools offered by extensions. Inert: nothing here can be dispatched until a host registers
+    the tool in a ``ToolRegistry``."""
+
+    __slots__ = ("_tools",)
+
+    def __init__(self) -> None:
+        self._tools: dict[str, ToolDefinition] = {}
+
+    def register(self, name: str, tool: ToolDefinition) -> ToolDefinition:
+        if not isinstance(name, str) or not name:
+            raise ValueError("a contributed tool needs a non-empty string name")
+        if not isinstance(tool, ToolDefinition):
+            raise TypeError(f"register expects a ToolDefinition, got {type(tool).__name__}")
+        self._tools[name] = tool
+        return tool
+
+    def get(self, name: str) -> ToolDefinition | None:
+        return self._tools.get(name) if isinstance(name, str) else None
+
+    def resolve(self, name: str) -> ToolDefinition:
+        tool = self.get(name)
+        if tool is None:
+            raise UnknownToolError(name if isinstance(name, str) else repr(name))
+        return tool
+
+    def list(self) -> list[ToolDefinition]:
+        return list(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+
+class ContributionRegistries:
+    """What extensions contribute, kept apart from what a host activates."""
+
+    __slots__ = ("tools",)
+
+    def __init__(self) -> None:
+        self.tools = ContributedTools()
+
+
+def create_contribution_registries() -> ContributionRegistries:
+    """Empty contribution registries."""
+    return ContributionRegistries()

@@ -1,0 +1,272 @@
+"""The values that cross the harness: tools, calls, results, errors, contexts, records, events.
+
+All are frozen, slotted dataclasses. Anything that goes into an event or a ledger row turns into
+plain JSON-ready data with ``to_dict()``; fields left ``None`` are omitted there, as the wire
+format has no use for them.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
+
+from prism_tools._frozen import fast_init
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from prism_tools.identity import AgentIdentity
+
+JSONValue: TypeAlias = Any
+"""Any value that serializes to JSON (dicts with string keys, lists, strings, numbers, ...)."""
+
+ToolKind = Literal[
+    "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
+]
+TOOL_KINDS: frozenset[str] = frozenset(
+    ("read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other")
+)
+
+BlockedReason = Literal[
+    "unknown_tool",
+    "tool_denied",
+    "invalid_arguments",
+    "permission_denied",
+    "validation_failed",
+    "execution_denied",
+    "guardrail_blocked",
+]
+BLOCKED_REASONS: tuple[BlockedReason, ...] = (
+    "unknown_tool",
+    "tool_denied",
+    "invalid_arguments",
+    "permission_denied",
+    "validation_failed",
+    "execution_denied",
+    "guardrail_blocked",
+)
+
+LedgerStatus = Literal["started", "finished", "error", "blocked"]
+
+
+def to_plain(value: Any) -> JSONValue:
+    """Turn harness values into plain JSON-ready data (dicts, lists, strings, numbers)."""
+    to_dict = getattr(value, "to_dict", None)
+    if to_dict is not None and not isinstance(value, type):
+        return to_dict()
+    if isinstance(value, Mapping):
+        return {key if isinstance(key, str) else str(key): to_plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [to_plain(item) for item in value]
+    return value
+
+
+def _compact(instance: Any, skip: frozenset[str] = frozenset()) -> dict[str, JSONValue]:
+    out: dict[str, JSONValue] = {}
+    for field in fields(instance):
+        if field.name in skip:
+            continue
+        item = getattr(instance, field.name)
+        if item is not None:
+            out[field.name] = to_plain(item)
+    return out
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class ErrorInfo:
+    """What went wrong, in words a model can act on. ``code`` is stable; ``message`` is prose."""
+
+    message: str
+    code: str | int | None = None
+    name: str | None = None
+    details: JSONValue = None
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        return _compact(self)
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call requested by a model (or a host).
+
+    ``arguments`` should be a JSON object (a ``dict``); anything else is blocked with
+    ``invalid_arguments``. ``arguments_error`` is set by provider adapters when the model's
+    argument text was not valid JSON; dispatch then blocks with that error verbatim.
+    """
+
+    id: str
+    name: str
+    arguments: JSONValue
+    arguments_error: ErrorInfo | None = None
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        return _compact(self)
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The outcome of one call: a ``value`` on success, an ``error`` when blocked or failed."""
+
+    tool_call_id: str
+    name: str
+    value: JSONValue = None
+    content: JSONValue = None
+    error: ErrorInfo | None = None
+    metadata: Mapping[str, JSONValue] | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the call ran and returned without an error."""
+        return self.error is None
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        return _compact(self)
+
+
+ProgressCallback: TypeAlias = Callable[[JSONValue, "Mapping[str, JSONValue] | None"], Any]
+"""Host progress sink: ``(value, metadata)``, sync or async."""
+
+
+async def ignore_progress(value: JSONValue = None, metadata: Mapping[str, JSONValue] | None = None) -> None:
+    """The default progress sink: accepts every report and does nothing with it."""
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class ToolExecutionContext:
+    """Where a call runs: ids, cancellation, host metadata, a progress sink and an identity.
+
+    A tool reports progress with ``await context.progress(value, metadata)``. Inside dispatch the
+    sink is wrapped so every report also becomes an event and a ledger row.
+    """
+
+    session_id: str
+    run_id: str
+    tool_call_id: str
+    signal: asyncio.Event | None = None
+    metadata: Mapping[str, JSONValue] | None = None
+    progress: Callable[..., Any] = ignore_progress
+    identity: AgentIdentity | None = None
+
+
+ToolExecute: TypeAlias = Callable[[dict[str, JSONValue], ToolExecutionContext], Any]
+"""``execute(args, context)``: sync or async; returns a ``ToolResult`` or any value."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ToolDefinition:
+    """A tool a host offers to an agent.
+
+    ``parameters`` is a JSON Schema for the arguments object, passed through untouched.
+    ``exclusive`` tools never run in parallel with others. ``effect`` declares side effects for
+    recoverable dispatch. Equality is identity: two definitions are the same tool only if they
+    are the same object.
+    """
+
+    name: str
+    execute: ToolExecute | None = None
+    description: str = ""
+    parameters: Mapping[str, JSONValue] | None = None
+    exclusive: bool = False
+    effect: Any = None
+    kind: ToolKind | None = None
+    metadata: Mapping[str, JSONValue] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str):
+            raise TypeError(f"ToolDefinition.name must be a string, got {type(self.name).__name__}")
+        if not self.name:
+            raise ValueError("ToolDefinition.name must not be empty")
+        if self.execute is not None and not callable(self.execute):
+            raise TypeError(f"ToolDefinition.execute for {self.name!r} must be callable")
+        if not isinstance(self.description, str):
+            raise TypeError(f"ToolDefinition.description for {self.name!r} must be a string")
+        if self.parameters is not None and not isinstance(self.parameters, Mapping):
+            raise TypeError(f"ToolDefinition.parameters for {self.name!r} must be a mapping or None")
+        if self.kind is not None and self.kind not in TOOL_KINDS:
+            raise ValueError(f"ToolDefinition.kind for {self.name!r} must be one of {sorted(TOOL_KINDS)}")
+
+    @property
+    def is_async(self) -> bool:
+        """True when ``execute`` is a coroutine function."""
+        return inspect.iscoroutinefunction(self.execute)
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        """The tool's public description (no callable)."""
+        return _compact(self, frozenset(("execute", "effect")))
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class ToolCallRecord:
+    """One ledger row: a lifecycle transition of one tool call."""
+
+    id: str
+    session_id: str
+    run_id: str
+    tool_call_id: str
+    name: str
+    arguments: JSONValue
+    status: LedgerStatus
+    started_at: str
+    redacted: bool = False
+    entry_id: str | None = None
+    tenant_id: str | None = None
+    account_id: str | None = None
+    user_id: str | None = None
+    finished_at: str | None = None
+    result: ToolResult | None = None
+    reason: str | None = None
+    progress: JSONValue = None
+    progress_metadata: Mapping[str, JSONValue] | None = None
+    progress_at: str | None = None
+    metadata: Mapping[str, JSONValue] | None = None
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        return _compact(self)
+
+
+EventType: TypeAlias = str
+"""``tool_execution_started|progress|finished|error|blocked``, ``guardrail_decision``,
+``extension_error``; later layers add their own."""
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class AgentEvent:
+    """A lifecycle event. Fields not used by an event type stay ``None``; ``data`` holds the
+    fields of event types that have no attribute of their own."""
+
+    type: EventType
+    session_id: str | None = None
+    run_id: str | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    call: ToolCall | None = None
+    result: ToolResult | None = None
+    error: ErrorInfo | None = None
+    reason: str | None = None
+    progress: JSONValue = None
+    metadata: Mapping[str, JSONValue] | None = None
+    tool_name: str | None = None
+    record: Any = None
+    data: Mapping[str, JSONValue] | None = None
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        out = _compact(self, frozenset(("data",)))
+        if self.data:
+            for key, item in self.data.items():
+                out.setdefault(key, to_plain(item))
+        return out
+
+
+EventSink: TypeAlias = Callable[[AgentEvent], "Awaitable[None] | None"]
+
+
+class SupportsToDict(Protocol):
+    def to_dict(self) -> dict[str, JSONValue]: ...

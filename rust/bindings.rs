@@ -1,0 +1,390 @@
+//! The `prism_tools._core` extension module. Every class is frozen and holds Rust data only, so
+//! nothing here needs GC traversal and every object is safe to share between threads.
+
+// PyO3 extracts sequence arguments into owned `Vec`s; taking them by value is the binding's shape.
+#![allow(clippy::needless_pass_by_value)]
+
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyFrozenSet, PyString};
+
+use crate::errors::CoreError;
+use crate::filter::{FilterSpec, ToolFilter};
+use crate::redact::{MatcherError, SecretMatcher};
+use crate::registry::{CallCheck, DuplicatePolicy, Registry};
+
+pyo3::create_exception!(
+    _core,
+    PrismError,
+    pyo3::exceptions::PyException,
+    "Base class of every error prism-tools raises on purpose."
+);
+pyo3::create_exception!(
+    _core,
+    DuplicateToolError,
+    PrismError,
+    "A tool name registered twice under the \"error\" policy."
+);
+
+impl From<CoreError> for PyErr {
+    fn from(err: CoreError) -> Self {
+        match err {
+            CoreError::DuplicateTool { .. } => DuplicateToolError::new_err(err.to_string()),
+            CoreError::InvalidName { .. } => PyValueError::new_err(err.to_string()),
+            CoreError::RegistryFull => PyOverflowError::new_err(err.to_string()),
+        }
+    }
+}
+
+impl From<MatcherError> for PyErr {
+    fn from(err: MatcherError) -> Self {
+        PyValueError::new_err(err.to_string())
+    }
+}
+
+/// `dispatch` verdict codes returned by `Registry.check` (a slot is returned as itself).
+const CHECK_UNKNOWN: i64 = -1;
+const CHECK_DENIED: i64 = -2;
+
+fn poisoned() -> PyErr {
+    PyRuntimeError::new_err("tool registry lock poisoned by an earlier panic")
+}
+
+/// Reads an iterable of tool names, refusing a bare string (it would iterate by character).
+fn names_from(value: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Vec<String>> {
+    let Some(value) = value else {
+        return Ok(Vec::new());
+    };
+    if value.is_none() {
+        return Ok(Vec::new());
+    }
+    if value.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err(format!(
+            "ToolFilter {field} must be a collection of tool names, not a single string"
+        )));
+    }
+    let iter = value.try_iter().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "ToolFilter {field} must be a collection of tool names, got {}",
+            type_name(value)
+        ))
+    })?;
+    let mut names = Vec::new();
+    for item in iter {
+        let item = item?;
+        let Ok(name) = item.cast::<PyString>() else {
+            return Err(PyTypeError::new_err(format!(
+                "ToolFilter {field} names must be strings, got {}",
+                type_name(&item)
+            )));
+        };
+        names.push(name.to_str()?.to_owned());
+    }
+    Ok(names)
+}
+
+fn type_name(value: &Bound<'_, PyAny>) -> String {
+    value
+        .get_type()
+        .name()
+        .map_or_else(|_| "object".to_owned(), |name| name.to_string())
+}
+
+/// Insertion-ordered tool name table; the Python `ToolRegistry` keeps the definitions by slot.
+#[pyclass(frozen, module = "prism_tools._core", name = "Registry")]
+struct PyRegistry {
+    inner: RwLock<Registry>,
+}
+
+impl PyRegistry {
+    fn read(&self) -> PyResult<RwLockReadGuard<'_, Registry>> {
+        self.inner.read().map_err(|_| poisoned())
+    }
+
+    fn write(&self) -> PyResult<RwLockWriteGuard<'_, Registry>> {
+        self.inner.write().map_err(|_| poisoned())
+    }
+}
+
+#[pymethods]
+impl PyRegistry {
+    #[new]
+    #[pyo3(signature = (duplicate = "replace"))]
+    fn new(duplicate: &str) -> PyResult<Self> {
+        let policy = match duplicate {
+            "replace" => DuplicatePolicy::Replace,
+            "error" => DuplicatePolicy::Error,
+            _ => {
+                return Err(PyValueError::new_err(
+                    "duplicate must be \"replace\" or \"error\"",
+                ));
+            }
+        };
+        Ok(Self {
+            inner: RwLock::new(Registry::new(policy)),
+        })
+    }
+
+    /// The duplicate policy: "replace" or "error".
+    #[getter]
+    fn duplicate(&self) -> PyResult<&'static str> {
+        Ok(match self.read()?.policy() {
+            DuplicatePolicy::Replace => "replace",
+            DuplicatePolicy::Error => "error",
+        })
+    }
+
+    /// Adds or replaces `name`; returns `(slot, replaced)`.
+    fn insert(&self, name: &str) -> PyResult<(u32, bool)> {
+        let insertion = self.write()?.insert(name)?;
+        Ok((
+            insertion.slot(),
+            matches!(insertion, crate::registry::Insertion::Replaced(_)),
+        ))
+    }
+
+    /// The slot of `name`, or None.
+    fn slot(&self, name: &str) -> PyResult<Option<u32>> {
+        Ok(self.read()?.slot(name))
+    }
+
+    /// Lookup plus filter in one crossing: the slot, -1 when unknown, -2 when a filter denies it.
+    #[pyo3(signature = (name, filter = None))]
+    fn check(&self, name: &str, filter: Option<&PyToolFilter>) -> PyResult<i64> {
+        Ok(match self.read()?.check(name, filter.map(|f| &f.inner)) {
+            CallCheck::Permitted(slot) => i64::from(slot),
+            CallCheck::Unknown => CHECK_UNKNOWN,
+            CallCheck::Denied(_) => CHECK_DENIED,
+        })
+    }
+
+    /// Names in registration order.
+    fn names(&self) -> PyResult<Vec<String>> {
+        Ok(self
+            .read()?
+            .names()
+            .iter()
+            .map(ToString::to_string)
+            .collect())
+    }
+
+    /// Slots of the registered tools the filter permits, in registration order.
+    fn permitted_slots(&self, filter: &PyToolFilter) -> PyResult<Vec<u32>> {
+        Ok(self.read()?.permitted_slots(&filter.inner))
+    }
+
+    fn __len__(&self) -> PyResult<usize> {
+        Ok(self.read()?.len())
+    }
+
+    fn __contains__(&self, name: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let Ok(name) = name.cast::<PyString>() else {
+            return Ok(false);
+        };
+        Ok(self.read()?.slot(name.to_str()?).is_some())
+    }
+}
+
+/// A compiled allow/deny filter (or the conjunction of several).
+#[pyclass(frozen, module = "prism_tools", name = "ToolFilter")]
+struct PyToolFilter {
+    inner: ToolFilter,
+}
+
+#[pymethods]
+impl PyToolFilter {
+    #[new]
+    #[pyo3(signature = (allow = None, deny = None))]
+    fn new(allow: Option<&Bound<'_, PyAny>>, deny: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let spec = FilterSpec {
+            allow: names_from(allow, "allow")?,
+            deny: names_from(deny, "deny")?,
+        };
+        Ok(Self {
+            inner: ToolFilter::compile([spec]),
+        })
+    }
+
+    /// One filter equivalent to applying all of `filters`: any deny wins, every allow must hold.
+    #[staticmethod]
+    fn all_of(filters: Vec<PyRef<'_, PyToolFilter>>) -> Self {
+        let specs = filters.iter().flat_map(|filter| {
+            let deny: Vec<String> = filter
+                .inner
+                .denied()
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            let mut specs = vec![FilterSpec {
+                allow: Vec::new(),
+                deny,
+            }];
+            specs.extend(filter.inner.allow_lists().iter().map(|allow| FilterSpec {
+                allow: allow.iter().map(ToString::to_string).collect(),
+                deny: Vec::new(),
+            }));
+            specs
+        });
+        Self {
+            inner: ToolFilter::compile(specs),
+        }
+    }
+
+    /// Denied names.
+    #[getter]
+    fn deny<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyFrozenSet>> {
+        PyFrozenSet::new(py, self.inner.denied().iter().map(AsRef::<str>::as_ref))
+    }
+
+    /// The names every allow list admits, or None when no allow list restricts anything.
+    #[getter]
+    fn allow<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyFrozenSet>>> {
+        let lists = self.inner.allow_lists();
+        let Some((first, rest)) = lists.split_first() else {
+            return Ok(None);
+        };
+        let names = first
+            .iter()
+            .filter(|name| rest.iter().all(|list| list.binary_search(name).is_ok()));
+        PyFrozenSet::new(py, names.map(AsRef::<str>::as_ref)).map(Some)
+    }
+
+    /// Whether `name` passes.
+    fn permits(&self, name: &str) -> bool {
+        self.inner.permits(name)
+    }
+
+    /// Indexes of the names that pass, in input order.
+    fn apply(&self, names: Vec<PyBackedName>) -> Vec<u32> {
+        self.inner.apply(names.iter().map(|name| name.0.as_str()))
+    }
+
+    /// True when the filter restricts nothing.
+    fn is_permissive(&self) -> bool {
+        self.inner.is_permissive()
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other
+            .cast::<PyToolFilter>()
+            .is_ok_and(|other| other.get().inner == self.inner)
+    }
+
+    fn __hash__(&self) -> u64 {
+        self.inner.digest()
+    }
+
+    fn __repr__(&self) -> String {
+        let quote = |names: &[Box<str>]| {
+            names
+                .iter()
+                .map(|name| format!("{name:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let allows: Vec<String> = self
+            .inner
+            .allow_lists()
+            .iter()
+            .map(|list| format!("[{}]", quote(list)))
+            .collect();
+        format!(
+            "ToolFilter(allow={}, deny=[{}])",
+            allows.join(" & "),
+            quote(self.inner.denied())
+        )
+    }
+}
+
+/// A tool name taken from Python, refusing non-strings with a clear message.
+struct PyBackedName(String);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for PyBackedName {
+    type Error = PyErr;
+
+    fn extract(value: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        let Ok(name) = value.cast::<PyString>() else {
+            return Err(PyTypeError::new_err(format!(
+                "tool names must be strings, got {}",
+                type_name(&value)
+            )));
+        };
+        Ok(Self(name.to_str()?.to_owned()))
+    }
+}
+
+/// One automaton over a fixed set of secrets.
+#[pyclass(frozen, module = "prism_tools._core", name = "SecretMatcher")]
+struct PySecretMatcher {
+    inner: SecretMatcher,
+}
+
+#[pymethods]
+impl PySecretMatcher {
+    #[new]
+    #[pyo3(signature = (secrets, *, replacement = "[REDACTED]"))]
+    fn new(secrets: Vec<PyBackedSecret>, replacement: &str) -> PyResult<Self> {
+        let secrets: Vec<&str> = secrets.iter().map(|secret| secret.0.as_str()).collect();
+        Ok(Self {
+            inner: SecretMatcher::new(&secrets, replacement)?,
+        })
+    }
+
+    /// The text with every secret replaced, or None when it holds none.
+    fn replace(&self, text: &str) -> Option<String> {
+        self.inner.replace(text)
+    }
+
+    /// Whether the text holds any secret.
+    fn contains(&self, text: &str) -> bool {
+        self.inner.contains(text)
+    }
+
+    /// Whether JSON bytes hold any secret, raw or JSON-escaped.
+    fn contains_json(&self, data: &Bound<'_, PyBytes>) -> bool {
+        self.inner.contains_json(data.as_bytes())
+    }
+
+    /// The replacement text.
+    #[getter]
+    fn replacement(&self) -> &str {
+        self.inner.replacement()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+}
+
+/// A secret taken from Python; only strings are secrets.
+struct PyBackedSecret(String);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for PyBackedSecret {
+    type Error = PyErr;
+
+    fn extract(value: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        let Ok(text) = value.cast::<PyString>() else {
+            return Err(PyTypeError::new_err(format!(
+                "secrets must be strings, got {}",
+                type_name(&value)
+            )));
+        };
+        Ok(Self(text.to_str()?.to_owned()))
+    }
+}
+
+#[pymodule(gil_used = false)]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("PrismError", py.get_type::<PrismError>())?;
+    m.add("DuplicateToolError", py.get_type::<DuplicateToolError>())?;
+    m.add("CHECK_UNKNOWN", CHECK_UNKNOWN)?;
+    m.add("CHECK_DENIED", CHECK_DENIED)?;
+    m.add_class::<PyRegistry>()?;
+    m.add_class::<PyToolFilter>()?;
+    m.add_class::<PySecretMatcher>()?;
+    Ok(())
+}

@@ -1,0 +1,14 @@
+//! Rust core of prism-tools.
+//!
+//! The pure modules (`registry`, `filter`, `redact`, `errors`) know nothing of Python and are
+//! tested with `cargo test --no-default-features`. The `python` feature adds the `_core`
+//! extension module below: thin, frozen wrappers that hold only Rust data, one crossing per
+//! operation.
+
+pub mod errors;
+pub mod filter;
+pub mod redact;
+pub mod registry;
+
+#[cfg(feature = "python")]
+mod bindings;
