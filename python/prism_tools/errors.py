@@ -81,7 +81,9 @@ class RunLimitError(PrismError):
 
     code = "ERR_PRISM_RUN_LIMIT"
 
-    def __init__(self, limit: str, *, maximum: int | float | None = None, observed: int | float | None = None) -> None:
+    def __init__(
+        self, limit: str, *, maximum: int | float | None = None, observed: int | float | None = None
+    ) -> None:
         super().__init__(f"Run limit exceeded: {limit}")
         self.limit = limit
         self.breach = {"limit": limit, "maximum": maximum, "observed": observed}

@@ -73,7 +73,9 @@ class GuardrailRecord:
 
     def to_dict(self) -> dict[str, JSONValue]:
         out: dict[str, JSONValue] = {
-            "guardrail": self.guardrail, "stage": self.stage, "action": self.action
+            "guardrail": self.guardrail,
+            "stage": self.stage,
+            "action": self.action,
         }
         if self.reason is not None:
             out["reason"] = self.reason
@@ -86,7 +88,9 @@ class Guardrail(Protocol):
     name: str
     stage: str
 
-    def evaluate(self, context: GuardrailContext) -> GuardrailDecision | Awaitable[GuardrailDecision]: ...
+    def evaluate(
+        self, context: GuardrailContext
+    ) -> GuardrailDecision | Awaitable[GuardrailDecision]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +194,12 @@ async def _evaluate_one(
     if action not in ACTIONS:
         return _record(name, stage, "tripwire", "guardrail_invalid_decision", None, scrub)
     return _record(
-        name, stage, action, getattr(decision, "reason", None), getattr(decision, "metadata", None), scrub
+        name,
+        stage,
+        action,
+        getattr(decision, "reason", None),
+        getattr(decision, "metadata", None),
+        scrub,
     )
 
 
@@ -210,7 +219,9 @@ async def evaluate_guardrails(
         or isinstance(max_concurrency, bool)
         or not 1 <= max_concurrency <= MAX_CONCURRENCY
     ):
-        raise ValueError(f"Guardrail max_concurrency must be an integer from 1 to {MAX_CONCURRENCY}")
+        raise ValueError(
+            f"Guardrail max_concurrency must be an integer from 1 to {MAX_CONCURRENCY}"
+        )
     results: dict[int, GuardrailRecord] = {}
     if max_concurrency == 1:
         for index, guard in enumerate(guards):

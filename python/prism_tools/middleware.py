@@ -78,7 +78,9 @@ class MiddlewareRegistry:
         for index, fn in enumerate(list(self._chains[hook])):
             handed: list[Any] = []
 
-            def next_(new_value: Any = value, _handed: list[Any] = handed, _index: int = index) -> Any:
+            def next_(
+                new_value: Any = value, _handed: list[Any] = handed, _index: int = index
+            ) -> Any:
                 if _handed:
                     raise MiddlewareError(
                         f'Middleware hook "{hook}" #{_index}: next() called more than once'
@@ -98,7 +100,11 @@ class MiddlewareRegistry:
             if handed:
                 if returned is not None and returned is not handed[0]:
                     await self._problem(
-                        hook, index, "returned a different value than it passed to next()", None, report,
+                        hook,
+                        index,
+                        "returned a different value than it passed to next()",
+                        None,
+                        report,
                         raise_under_throw=False,
                     )
                 candidate = handed[0]
@@ -108,8 +114,11 @@ class MiddlewareRegistry:
                 candidate = returned
             if not isinstance(candidate, expected):
                 await self._problem(
-                    hook, index, f"produced {type(candidate).__name__}, expected {expected.__name__}",
-                    None, report,
+                    hook,
+                    index,
+                    f"produced {type(candidate).__name__}, expected {expected.__name__}",
+                    None,
+                    report,
                 )
                 continue
             value = candidate
@@ -142,5 +151,3 @@ def create_middleware_registry(
 ) -> MiddlewareRegistry:
     """An empty ``MiddlewareRegistry``."""
     return MiddlewareRegistry(error_policy=error_policy, on_error=on_error)
-
-

@@ -53,8 +53,10 @@ class SecretRedactor:
     ) -> None:
         if isinstance(secrets, str):
             raise TypeError("secrets must be a collection of strings, not a single string")
-        if not isinstance(max_depth, int) or isinstance(max_depth, bool) or not (
-            1 <= max_depth <= MAX_DEPTH_CEILING
+        if (
+            not isinstance(max_depth, int)
+            or isinstance(max_depth, bool)
+            or not (1 <= max_depth <= MAX_DEPTH_CEILING)
         ):
             raise ValueError(f"max_depth must be an integer from 1 to {MAX_DEPTH_CEILING}")
         if not isinstance(replacement, str):

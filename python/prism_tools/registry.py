@@ -7,6 +7,7 @@ so listings stay in first-registration order.
 
 from __future__ import annotations
 
+import builtins
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Literal, TypeAlias
@@ -17,7 +18,8 @@ from prism_tools.errors import UnknownToolError
 from prism_tools.types import ToolDefinition
 
 DuplicatePolicy = Literal["replace", "error"]
-FilterInput: TypeAlias = "ToolFilter | Mapping[str, Iterable[str] | None] | Sequence[ToolFilter | Mapping[str, Iterable[str] | None]]"
+FilterSpec: TypeAlias = "ToolFilter | Mapping[str, Iterable[str] | None]"
+FilterInput: TypeAlias = "FilterSpec | Sequence[FilterSpec]"
 
 _FILTER_KEYS = frozenset(("allow", "deny"))
 
@@ -79,15 +81,15 @@ class ToolRegistry:
             raise UnknownToolError(name if isinstance(name, str) else repr(name))
         return tool
 
-    def list(self) -> list[ToolDefinition]:
+    def list(self) -> builtins.list[ToolDefinition]:
         """A new list of the tools in registration order."""
         return list(self._tools)
 
-    def names(self) -> list[str]:
+    def names(self) -> builtins.list[str]:
         """Tool names in registration order."""
         return self._names.names()
 
-    def filter(self, filter: FilterInput | None) -> list[ToolDefinition]:
+    def filter(self, filter: FilterInput | None) -> builtins.list[ToolDefinition]:
         """The tools a filter permits, in registration order (one crossing into the core)."""
         compiled = compile_filter(filter)
         if compiled is None:
@@ -121,10 +123,13 @@ def _compile_one(filter: object) -> ToolFilter:
     if isinstance(filter, Mapping):
         unknown = set(filter) - _FILTER_KEYS
         if unknown:
-            raise ValueError(f"a tool filter takes only 'allow' and 'deny', got {sorted(map(str, unknown))}")
+            raise ValueError(
+                f"a tool filter takes only 'allow' and 'deny', got {sorted(map(str, unknown))}"
+            )
         return ToolFilter(allow=filter.get("allow"), deny=filter.get("deny"))
     raise TypeError(
-        f"a tool filter must be a ToolFilter or a mapping with allow/deny, got {type(filter).__name__}"
+        "a tool filter must be a ToolFilter or a mapping with allow/deny, "
+        f"got {type(filter).__name__}"
     )
 
 
@@ -142,7 +147,8 @@ def compile_filter(filter: FilterInput | None) -> ToolFilter | None:
     if isinstance(filter, Sequence):
         return ToolFilter.all_of([_compile_one(item) for item in filter])
     raise TypeError(
-        f"a tool filter must be a ToolFilter, a mapping or a sequence of them, got {type(filter).__name__}"
+        "a tool filter must be a ToolFilter, a mapping or a sequence of them, "
+        f"got {type(filter).__name__}"
     )
 
 
@@ -192,8 +198,8 @@ class ContributedTools:
             raise UnknownToolError(name if isinstance(name, str) else repr(name))
         return tool
 
-    def list(self) -> list[ToolDefinition]:
-        return list(self._tools.values())
+    def list(self) -> builtins.list[ToolDefinition]:
+        return builtins.list(self._tools.values())
 
     def __len__(self) -> int:
         return len(self._tools)

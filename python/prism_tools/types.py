@@ -26,7 +26,18 @@ ToolKind = Literal[
     "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
 ]
 TOOL_KINDS: frozenset[str] = frozenset(
-    ("read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other")
+    (
+        "read",
+        "edit",
+        "delete",
+        "move",
+        "search",
+        "execute",
+        "think",
+        "fetch",
+        "switch_mode",
+        "other",
+    )
 )
 
 BlockedReason = Literal[
@@ -57,7 +68,9 @@ def to_plain(value: Any) -> JSONValue:
     if to_dict is not None and not isinstance(value, type):
         return to_dict()
     if isinstance(value, Mapping):
-        return {key if isinstance(key, str) else str(key): to_plain(item) for key, item in value.items()}
+        return {
+            key if isinstance(key, str) else str(key): to_plain(item) for key, item in value.items()
+        }
     if isinstance(value, list | tuple | set | frozenset):
         return [to_plain(item) for item in value]
     return value
@@ -132,7 +145,9 @@ ProgressCallback: TypeAlias = Callable[[JSONValue, "Mapping[str, JSONValue] | No
 """Host progress sink: ``(value, metadata)``, sync or async."""
 
 
-async def ignore_progress(value: JSONValue = None, metadata: Mapping[str, JSONValue] | None = None) -> None:
+async def ignore_progress(
+    value: JSONValue = None, metadata: Mapping[str, JSONValue] | None = None
+) -> None:
     """The default progress sink: accepts every report and does nothing with it."""
 
 
@@ -187,9 +202,13 @@ class ToolDefinition:
         if not isinstance(self.description, str):
             raise TypeError(f"ToolDefinition.description for {self.name!r} must be a string")
         if self.parameters is not None and not isinstance(self.parameters, Mapping):
-            raise TypeError(f"ToolDefinition.parameters for {self.name!r} must be a mapping or None")
+            raise TypeError(
+                f"ToolDefinition.parameters for {self.name!r} must be a mapping or None"
+            )
         if self.kind is not None and self.kind not in TOOL_KINDS:
-            raise ValueError(f"ToolDefinition.kind for {self.name!r} must be one of {sorted(TOOL_KINDS)}")
+            raise ValueError(
+                f"ToolDefinition.kind for {self.name!r} must be one of {sorted(TOOL_KINDS)}"
+            )
 
     @property
     def is_async(self) -> bool:
