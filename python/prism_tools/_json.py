@@ -9,6 +9,10 @@ import orjson
 JSONEncodeError = orjson.JSONEncodeError
 JSONDecodeError = orjson.JSONDecodeError
 
+# orjson refuses nesting deeper than 254 levels; the lenient writer stops a little before that.
+_LENIENT_MAX_DEPTH = 200
+_INT64_MIN, _UINT64_MAX = -(2**63), 2**64 - 1
+
 
 def dumps(value: Any) -> bytes:
     """Compact JSON bytes; raises ``JSONEncodeError`` for values JSON cannot hold."""
@@ -21,18 +25,49 @@ def dumps_canonical(value: Any) -> bytes:
 
 
 def dumps_lenient(value: Any) -> bytes:
-    """JSON bytes for display and audit: objects JSON cannot hold are written as their ``str``,
-    non-string keys as strings."""
-    return orjson.dumps(value, default=_fallback, option=orjson.OPT_NON_STR_KEYS)
+    """JSON bytes for display and audit; never raises on odd values.
+
+    Objects JSON cannot hold are written as their ``str``, non-string keys as strings, integers
+    beyond 64 bits as strings, cycles as ``"[Circular]"`` and nesting past 200 levels as
+    ``"[MaxDepth]"``.
+    """
+    try:
+        return orjson.dumps(value, default=_fallback, option=orjson.OPT_NON_STR_KEYS)
+    except (JSONEncodeError, RecursionError, TypeError, ValueError):
+        return orjson.dumps(_plain(value, 0, set()), default=_fallback)
 
 
 def _fallback(value: Any) -> Any:
     to_dict = getattr(value, "to_dict", None)
-    if callable(to_dict):
+    if callable(to_dict) and not isinstance(value, type):
         return to_dict()
     if isinstance(value, set | frozenset | tuple):
         return list(value)
     return str(value)
+
+
+def _plain(value: Any, depth: int, ancestors: set[int]) -> Any:
+    if isinstance(value, bool) or value is None or isinstance(value, float | str):
+        return value
+    if isinstance(value, int):
+        return value if _INT64_MIN <= value <= _UINT64_MAX else str(value)
+    if depth >= _LENIENT_MAX_DEPTH:
+        return "[MaxDepth]"
+    marker = id(value)
+    if marker in ancestors:
+        return "[Circular]"
+    ancestors.add(marker)
+    try:
+        if isinstance(value, dict):
+            return {str(key): _plain(item, depth + 1, ancestors) for key, item in value.items()}
+        if isinstance(value, list | tuple | set | frozenset):
+            return [_plain(item, depth + 1, ancestors) for item in value]
+        to_dict = getattr(value, "to_dict", None)
+        if callable(to_dict) and not isinstance(value, type):
+            return _plain(to_dict(), depth + 1, ancestors)
+        return str(value)
+    finally:
+        ancestors.discard(marker)
 
 
 def loads(data: bytes | str) -> Any:

@@ -1,0 +1,573 @@
+"""dispatch_tool_call: every outcome, in the documented order, with exact texts."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from prism_tools import (
+    AgentEvent,
+    ErrorInfo,
+    InMemoryRunLedger,
+    LedgerWriteError,
+    MiddlewareRegistry,
+    Ownership,
+    RunLimitError,
+    ToolCall,
+    ToolCallRecord,
+    ToolDefinition,
+    ToolExecutionContext,
+    ToolFilter,
+    ToolResult,
+    create_contribution_registries,
+    create_static_permission_policy,
+    create_static_trust_policy,
+    create_tool_registry,
+    dispatch_tool_call,
+)
+
+
+class Spy:
+    """A tool body that records every call it receives."""
+
+    def __init__(self, value: Any = "ok", error: BaseException | None = None) -> None:
+        self.calls: list[tuple[dict[str, Any], ToolExecutionContext]] = []
+        self.value = value
+        self.error = error
+
+    async def __call__(self, args: dict[str, Any], context: ToolExecutionContext) -> Any:
+        self.calls.append((args, context))
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[AgentEvent] = []
+
+    def __call__(self, event: AgentEvent) -> None:
+        self.events.append(event)
+
+    @property
+    def types(self) -> list[str]:
+        return [event.type for event in self.events]
+
+
+def context(call_id: str = "call_1", **extra: Any) -> ToolExecutionContext:
+    return ToolExecutionContext(session_id="s1", run_id="r1", tool_call_id=call_id, **extra)
+
+
+def call(name: str = "echo", arguments: Any = None, call_id: str = "call_1", **extra: Any) -> ToolCall:
+    return ToolCall(id=call_id, name=name, arguments={} if arguments is None else arguments, **extra)
+
+
+async def run(
+    spy: Spy, the_call: ToolCall, *, name: str = "echo", **options: Any
+) -> tuple[ToolResult, Recorder, InMemoryRunLedger]:
+    registry = create_tool_registry([ToolDefinition(name=name, execute=spy)])
+    recorder, ledger = Recorder(), InMemoryRunLedger()
+    result = await dispatch_tool_call(
+        the_call,
+        registry=registry,
+        context=context(the_call.id if isinstance(the_call.id, str) else "call_1"),
+        emit=recorder,
+        ledger=ledger,
+        **options,
+    )
+    return result, recorder, ledger
+
+
+def assert_blocked_once(
+    spy: Spy, recorder: Recorder, ledger: InMemoryRunLedger, reason: str
+) -> None:
+    assert spy.calls == [], "a blocked call must never reach execute"
+    assert recorder.types == ["tool_execution_blocked"]
+    assert recorder.events[0].reason == reason
+    assert recorder.events[0].metadata is not None
+    assert recorder.events[0].metadata["status"] == "blocked"
+    assert [row.status for row in ledger.records] == ["blocked"]
+    assert ledger.records[0].reason == reason
+
+
+async def test_success_returns_value_and_emits_started_then_finished() -> None:
+    spy = Spy(value={"text": "hi"})
+    result, recorder, ledger = await run(spy, call(arguments={"text": "hi"}))
+    assert result == ToolResult(tool_call_id="call_1", name="echo", value={"text": "hi"})
+    assert spy.calls[0][0] == {"text": "hi"}
+    assert recorder.types == ["tool_execution_started", "tool_execution_finished"]
+    finished = recorder.events[1]
+    assert finished.result == result
+    assert finished.metadata is not None
+    assert finished.metadata["status"] == "finished"
+    assert isinstance(finished.metadata["duration_ms"], int)
+    assert finished.metadata["duration_ms"] >= 0
+    rows = ledger.records
+    assert [row.status for row in rows] == ["started", "finished"]
+    assert rows[1].result == result
+    assert rows[0].arguments == {"text": "hi"}
+    assert rows[0].started_at == rows[1].started_at
+    assert rows[1].finished_at is not None
+    assert rows[0].started_at.endswith("Z")
+    assert rows[0].id != rows[1].id
+    assert all(row.redacted is False for row in rows)
+
+
+async def test_a_returned_tool_result_is_used_as_is() -> None:
+    own = ToolResult(tool_call_id="call_1", name="echo", value=1, content=["c"], metadata={"m": 1})
+
+    async def execute(args: dict[str, Any], ctx: ToolExecutionContext) -> ToolResult:
+        return own
+
+    registry = create_tool_registry([ToolDefinition(name="echo", execute=execute)])
+    assert await dispatch_tool_call(call(), registry=registry, context=context()) is own
+
+
+async def test_sync_execute_is_supported() -> None:
+    registry = create_tool_registry(
+        [ToolDefinition(name="add", execute=lambda args, ctx: args["a"] + args["b"])]
+    )
+    result = await dispatch_tool_call(
+        call("add", {"a": 2, "b": 3}), registry=registry, context=context()
+    )
+    assert result.value == 5
+
+
+async def test_unknown_tool_is_blocked_first() -> None:
+    spy = Spy()
+    result, recorder, ledger = await run(spy, call("missing"))
+    assert result.error == ErrorInfo(message="Unknown tool: missing")
+    assert result.tool_call_id == "call_1"
+    assert result.name == "missing"
+    assert_blocked_once(spy, recorder, ledger, "unknown_tool")
+
+
+async def test_denied_tool_is_blocked() -> None:
+    spy = Spy()
+    result, recorder, ledger = await run(spy, call(), filter={"deny": ["echo"]})
+    assert result.error == ErrorInfo(message="Tool denied: echo")
+    assert_blocked_once(spy, recorder, ledger, "tool_denied")
+
+
+async def test_allow_list_without_the_tool_denies_it() -> None:
+    spy = Spy()
+    result, _, _ = await run(spy, call(), filter=[ToolFilter(allow=["other"])])
+    assert result.error == ErrorInfo(message="Tool denied: echo")
+    assert spy.calls == []
+
+
+async def test_arguments_error_passes_through_verbatim() -> None:
+    problem = ErrorInfo(
+        message="Invalid tool arguments JSON for tool echo",
+        code="invalid_json_arguments",
+        name="ProviderTransportError",
+    )
+    spy = Spy()
+    result, recorder, ledger = await run(spy, call(arguments={}, arguments_error=problem))
+    assert result.error == problem
+    assert_blocked_once(spy, recorder, ledger, "invalid_arguments")
+
+
+@pytest.mark.parametrize("arguments", [None, [], [1], "text", 3, 2.5, True, {1: "a"}, ("a",)])
+async def test_non_object_arguments_are_blocked_before_policy_and_validation(
+    arguments: Any,
+) -> None:
+    spy = Spy()
+    consulted: list[str] = []
+
+    def validate(tool: ToolDefinition, args: Any, ctx: ToolExecutionContext) -> None:
+        consulted.append("validate")
+
+    class Policy:
+        def check(self, request: Any) -> Any:
+            consulted.append("permission")
+            return create_static_permission_policy().check(request)
+
+    the_call = ToolCall(id="call_1", name="echo", arguments=arguments)
+    result, recorder, ledger = await run(spy, the_call, validate=validate, permission=Policy())
+    assert result.error == ErrorInfo(message="Tool arguments must be a JSON object")
+    assert consulted == []
+    assert_blocked_once(spy, recorder, ledger, "invalid_arguments")
+    assert ledger.records[0].arguments == arguments
+
+
+async def test_untrusted_tool_is_blocked_with_code() -> None:
+    spy = Spy()
+    result, recorder, ledger = await run(spy, call(), trust=create_static_trust_policy(False))
+    assert result.error is not None
+    assert result.error.message == "Untrusted tool: echo"
+    assert result.error.code == "ERR_PRISM_UNTRUSTED"
+    assert_blocked_once(spy, recorder, ledger, "permission_denied")
+
+
+async def test_permission_denied_is_blocked_before_validation() -> None:
+    spy = Spy()
+    validated: list[str] = []
+    result, recorder, ledger = await run(
+        spy,
+        call(),
+        permission=create_static_permission_policy(False),
+        validate=lambda tool, args, ctx: validated.append("v"),
+    )
+    assert result.error is not None
+    assert result.error.code == "ERR_PRISM_PERMISSION_DENIED"
+    assert result.error.message == "Permission denied: tool:echo:execute"
+    assert validated == []
+    assert_blocked_once(spy, recorder, ledger, "permission_denied")
+
+
+async def test_validator_message_blocks_and_becomes_the_error() -> None:
+    spy = Spy()
+    result, recorder, ledger = await run(
+        spy, call(), validate=lambda tool, args, ctx: "text is required"
+    )
+    assert result.error == ErrorInfo(message="text is required")
+    assert_blocked_once(spy, recorder, ledger, "validation_failed")
+    assert ledger.records[0].result is not None
+    assert ledger.records[0].result.error == ErrorInfo(message="text is required")
+
+
+async def test_validator_error_info_and_async_validator() -> None:
+    spy = Spy()
+    problem = ErrorInfo(message="/text: required", code="schema")
+
+    async def validate(tool: ToolDefinition, args: Any, ctx: ToolExecutionContext) -> ErrorInfo:
+        return problem
+
+    result, _, _ = await run(spy, call(), validate=validate)
+    assert result.error == problem
+    assert spy.calls == []
+
+
+@pytest.mark.parametrize("verdict", [None, ""])
+async def test_validator_none_or_empty_passes(verdict: str | None) -> None:
+    spy = Spy()
+    result, _, _ = await run(spy, call(), validate=lambda tool, args, ctx: verdict)
+    assert result.error is None
+    assert len(spy.calls) == 1
+
+
+async def test_raising_validator_blocks_instead_of_crashing() -> None:
+    spy = Spy()
+
+    def validate(tool: ToolDefinition, args: Any, ctx: ToolExecutionContext) -> None:
+        raise RuntimeError("validator broke")
+
+    result, recorder, ledger = await run(spy, call(), validate=validate)
+    assert result.error is not None
+    assert result.error.message == "validator broke"
+    assert result.error.name == "RuntimeError"
+    assert_blocked_once(spy, recorder, ledger, "validation_failed")
+
+
+async def test_before_execute_raising_blocks_with_execution_denied() -> None:
+    spy = Spy()
+    seen: list[tuple[str, str]] = []
+
+    def before_execute(the_call: ToolCall, tool: ToolDefinition, ctx: ToolExecutionContext) -> None:
+        seen.append((the_call.name, tool.name))
+        raise PermissionError("outside business hours")
+
+    result, recorder, ledger = await run(spy, call(), before_execute=before_execute)
+    assert seen == [("echo", "echo")]
+    assert result.error is not None
+    assert result.error.message == "outside business hours"
+    assert_blocked_once(spy, recorder, ledger, "execution_denied")
+
+
+async def test_unbound_tool_is_blocked_not_crashed() -> None:
+    registry = create_tool_registry([ToolDefinition(name="imported")])
+    recorder = Recorder()
+    result = await dispatch_tool_call(
+        call("imported"), registry=registry, context=context(), emit=recorder
+    )
+    assert result.error is not None
+    assert result.error.code == "tool_not_bound"
+    assert recorder.types == ["tool_execution_blocked"]
+    assert recorder.events[0].reason == "execution_denied"
+
+
+async def test_raising_tool_gives_error_event_row_and_redacted_message() -> None:
+    spy = Spy(error=ValueError("bad sk-secret-1"))
+    result, recorder, ledger = await run(spy, call(), secrets=["sk-secret-1"])
+    assert result.error is not None
+    assert result.error.message == "bad [REDACTED]"
+    assert result.error.name == "ValueError"
+    assert recorder.types == ["tool_execution_started", "tool_execution_error"]
+    assert recorder.events[1].metadata is not None
+    assert recorder.events[1].metadata["status"] == "error"
+    assert [row.status for row in ledger.records] == ["started", "error"]
+    assert ledger.records[1].result == result
+    assert all(row.redacted for row in ledger.records)
+
+
+async def test_error_codes_are_carried_from_exceptions() -> None:
+    class CodedError(Exception):
+        code = "E_RATE"
+
+    spy = Spy(error=CodedError("slow down"))
+    result, _, _ = await run(spy, call())
+    assert result.error == ErrorInfo(message="slow down", code="E_RATE", name="CodedError")
+
+
+async def test_event_sequence_across_success_error_and_unknown() -> None:
+    async def progressing(args: dict[str, Any], ctx: ToolExecutionContext) -> str:
+        await ctx.progress({"step": 1}, {"phase": "load"})
+        return "done"
+
+    async def failing(args: dict[str, Any], ctx: ToolExecutionContext) -> None:
+        raise RuntimeError("bad sk-1")
+
+    registry = create_tool_registry(
+        [
+            ToolDefinition(name="slow", execute=progressing),
+            ToolDefinition(name="fail", execute=failing),
+        ]
+    )
+    recorder, ledger = Recorder(), InMemoryRunLedger()
+    options: dict[str, Any] = {"registry": registry, "emit": recorder, "ledger": ledger}
+    await dispatch_tool_call(call("slow", call_id="a"), context=context("a"), **options)
+    failed = await dispatch_tool_call(
+        call("fail", call_id="b"), context=context("b"), secrets=["sk-1"], **options
+    )
+    await dispatch_tool_call(call("echo", call_id="c"), context=context("c"), **options)
+    assert recorder.types == [
+        "tool_execution_started",
+        "tool_execution_progress",
+        "tool_execution_finished",
+        "tool_execution_started",
+        "tool_execution_error",
+        "tool_execution_blocked",
+    ]
+    assert failed.error is not None
+    assert failed.error.message == "bad [REDACTED]"
+    progress = recorder.events[1]
+    assert (progress.tool_call_id, progress.name, progress.progress) == ("a", "slow", {"step": 1})
+    assert progress.metadata == {"phase": "load"}
+    snapshot = ledger.rows(tool_call_id="a")[1]
+    assert snapshot.status == "started"
+    assert snapshot.progress == {"step": 1}
+    assert snapshot.progress_metadata == {"phase": "load"}
+    assert snapshot.progress_at is not None
+
+
+async def test_progress_awaits_the_host_callback_first() -> None:
+    order: list[str] = []
+
+    async def host_progress(value: Any, metadata: Any) -> None:
+        order.append(f"host:{value}")
+
+    async def tool_body(args: dict[str, Any], ctx: ToolExecutionContext) -> None:
+        await ctx.progress(1)
+        await ctx.progress(2, {"k": "v"})
+
+    def emit(event: AgentEvent) -> None:
+        if event.type == "tool_execution_progress":
+            order.append(f"event:{event.progress}")
+
+    registry = create_tool_registry([ToolDefinition(name="t", execute=tool_body)])
+    ledger = InMemoryRunLedger()
+    await dispatch_tool_call(
+        call("t"),
+        registry=registry,
+        context=context(progress=host_progress),
+        emit=emit,
+        ledger=ledger,
+    )
+    assert order == ["host:1", "event:1", "host:2", "event:2"]
+    assert [row.progress for row in ledger.records] == [None, 1, 2, None]
+
+
+async def test_progress_without_any_sink_is_harmless() -> None:
+    async def tool_body(args: dict[str, Any], ctx: ToolExecutionContext) -> str:
+        await ctx.progress(0.5)
+        return "done"
+
+    registry = create_tool_registry([ToolDefinition(name="t", execute=tool_body)])
+    result = await dispatch_tool_call(call("t"), registry=registry, context=context())
+    assert result.value == "done"
+
+
+async def test_the_tool_context_carries_the_mediated_call_id() -> None:
+    spy = Spy()
+    middleware = MiddlewareRegistry().use(
+        "tool_call", lambda value, next_: ToolCall(id="renumbered", name=value.name, arguments={})
+    )
+    result, _, ledger = await run(spy, call(), middleware=middleware)
+    assert result.tool_call_id == "renumbered"
+    assert spy.calls[0][1].tool_call_id == "renumbered"
+    assert spy.calls[0][1].session_id == "s1"
+    assert {row.tool_call_id for row in ledger.records} == {"renumbered"}
+
+
+async def test_filter_is_checked_after_middleware_renames() -> None:
+    allowed_spy, denied_spy = Spy(), Spy()
+    registry = create_tool_registry(
+        [
+            ToolDefinition(name="safe", execute=allowed_spy),
+            ToolDefinition(name="denied", execute=denied_spy),
+        ]
+    )
+    middleware = MiddlewareRegistry().use(
+        "tool_call", lambda value, next_: next_(ToolCall(id=value.id, name="denied", arguments={}))
+    )
+    result = await dispatch_tool_call(
+        call("safe"),
+        registry=registry,
+        context=context(),
+        filter={"deny": ["denied"]},
+        middleware=middleware,
+    )
+    assert result.error == ErrorInfo(message="Tool denied: denied")
+    assert allowed_spy.calls == []
+    assert denied_spy.calls == []
+
+
+async def test_rows_carry_ownership() -> None:
+    spy = Spy()
+    _, _, ledger = await run(
+        spy, call(), ownership=Ownership(tenant_id="t1", account_id="a1", user_id="u1")
+    )
+    assert {(row.tenant_id, row.account_id, row.user_id) for row in ledger.records} == {
+        ("t1", "a1", "u1")
+    }
+
+
+async def test_limit_tracker_is_charged_for_blocked_calls_and_can_stop_dispatch() -> None:
+    class Tracker:
+        def __init__(self, maximum: int) -> None:
+            self.maximum = maximum
+            self.used = 0
+
+        def charge(self, limit: str) -> None:
+            assert limit == "max_tool_calls"
+            self.used += 1
+            if self.used > self.maximum:
+                raise RunLimitError(limit, maximum=self.maximum, observed=self.used)
+
+    spy = Spy()
+    tracker = Tracker(maximum=1)
+    registry = create_tool_registry([ToolDefinition(name="echo", execute=spy)])
+    blocked = await dispatch_tool_call(
+        call("missing"), registry=registry, context=context(), limit_tracker=tracker
+    )
+    assert blocked.error is not None
+    assert tracker.used == 1
+    with pytest.raises(RunLimitError, match="Run limit exceeded: max_tool_calls"):
+        await dispatch_tool_call(call(), registry=registry, context=context(), limit_tracker=tracker)
+    assert spy.calls == []
+
+
+async def test_cancellation_propagates_and_is_recorded() -> None:
+    started = asyncio.Event()
+
+    async def hang(args: dict[str, Any], ctx: ToolExecutionContext) -> None:
+        started.set()
+        await asyncio.sleep(60)
+
+    registry = create_tool_registry([ToolDefinition(name="hang", execute=hang)])
+    recorder, ledger = Recorder(), InMemoryRunLedger()
+    task = asyncio.create_task(
+        dispatch_tool_call(
+            call("hang"), registry=registry, context=context(), emit=recorder, ledger=ledger
+        )
+    )
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert [row.status for row in ledger.records] == ["started", "error"]
+    final = ledger.records[1].result
+    assert final is not None
+    assert final.error is not None
+    assert final.error.code == "cancelled"
+    assert recorder.types[-1] == "tool_execution_error"
+
+
+async def test_a_failing_event_sink_does_not_change_the_outcome() -> None:
+    spy = Spy(value=7)
+
+    def broken_sink(event: AgentEvent) -> None:
+        raise RuntimeError("sink down")
+
+    registry = create_tool_registry([ToolDefinition(name="echo", execute=spy)])
+    result = await dispatch_tool_call(call(), registry=registry, context=context(), emit=broken_sink)
+    assert result.value == 7
+
+
+async def test_a_ledger_that_refuses_the_started_row_stops_the_call() -> None:
+    spy = Spy()
+
+    class RefusingLedger:
+        def append_tool_call(self, record: ToolCallRecord) -> None:
+            raise OSError("disk full")
+
+    registry = create_tool_registry([ToolDefinition(name="echo", execute=spy)])
+    with pytest.raises(LedgerWriteError):
+        await dispatch_tool_call(
+            call(), registry=registry, context=context(), ledger=RefusingLedger()
+        )
+    assert spy.calls == []
+
+
+async def test_async_ledger_is_awaited_in_order() -> None:
+    statuses: list[str] = []
+
+    class SlowLedger:
+        async def append_tool_call(self, record: ToolCallRecord) -> None:
+            await asyncio.sleep(0)
+            statuses.append(record.status)
+
+    spy = Spy()
+    registry = create_tool_registry([ToolDefinition(name="echo", execute=spy)])
+    await dispatch_tool_call(call(), registry=registry, context=context(), ledger=SlowLedger())
+    assert statuses == ["started", "finished"]
+
+
+async def test_contributed_tools_are_inert_until_registered() -> None:
+    spy = Spy(value="from extension")
+    contributions = create_contribution_registries()
+    contributions.tools.register("echo", ToolDefinition(name="echo", execute=spy))
+    host = create_tool_registry()
+    blocked = await dispatch_tool_call(call(), registry=host, context=context())
+    assert blocked.error == ErrorInfo(message="Unknown tool: echo")
+    assert spy.calls == []
+    host.register(contributions.tools.resolve("echo"))
+    result = await dispatch_tool_call(call(), registry=host, context=context())
+    assert result.value == "from extension"
+    assert [tool.name for tool in contributions.tools.list()] == ["echo"]
+
+
+@pytest.mark.parametrize(
+    "probe",
+    [
+        lambda: (call("missing"), {}),
+        lambda: (call(), {"filter": {"deny": ["echo"]}}),
+        lambda: (call(arguments=[1]), {}),
+        lambda: (call(), {"permission": create_static_permission_policy(False)}),
+        lambda: (call(), {"validate": lambda tool, args, ctx: "no"}),
+    ],
+)
+async def test_conformance_matrix_blocked_probes_never_start(
+    probe: Callable[[], tuple[ToolCall, dict[str, Any]]],
+) -> None:
+    the_call, options = probe()
+    spy = Spy()
+    result, recorder, _ = await run(spy, the_call, **options)
+    assert result.error is not None
+    assert "tool_execution_started" not in recorder.types
+    assert spy.calls == []
+
+
+async def test_redactor_scrubs_results_events_and_rows_on_success() -> None:
+    spy = Spy(value={"token": "tok-123", "nested": ["tok-123 again"]})
+    result, recorder, ledger = await run(
+        spy, call(arguments={"key": "tok-123"}), secrets=["tok-123"]
+    )
+    assert result.value == {"token": "[REDACTED]", "nested": ["[REDACTED] again"]}
+    blob = repr(recorder.events) + repr(ledger.records) + repr(result)
+    assert "tok-123" not in blob
+    assert spy.calls[0][0] == {"key": "tok-123"}, "the tool itself receives the real arguments"
