@@ -1,0 +1,31 @@
+"""The runnable examples in the docs and README run as written."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def python_blocks(path: Path) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", path.read_text(encoding="utf-8"), re.DOTALL)
+
+
+def test_dispatch_doc_example_runs() -> None:
+    blocks = python_blocks(ROOT / "docs" / "dispatch.md")
+    runnable = [block for block in blocks if "asyncio.run(" in block]
+    assert runnable, "docs/dispatch.md lost its runnable example"
+    for block in runnable:
+        exec(compile(block, "docs/dispatch.md", "exec"), {"__name__": "__docs__"})
+
+
+def test_readme_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    blocks = [block for block in python_blocks(ROOT / "README.md") if "asyncio.run(" in block]
+    assert len(blocks) == 1
+    exec(compile(blocks[0], "README.md", "exec"), {"__name__": "__docs__"})
+    printed = capsys.readouterr().out
+    assert "{'city': 'Paris', 'celsius': 21} ['started', 'started', 'finished']" in printed
+    assert "tool_execution_progress" in printed
