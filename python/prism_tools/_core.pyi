@@ -3,6 +3,17 @@
 from collections.abc import Iterable, Sequence
 from typing import Final, final
 
+__all__ = [
+    "CHECK_DENIED",
+    "CHECK_UNKNOWN",
+    "DuplicateToolError",
+    "PrismError",
+    "Registry",
+    "SecretMatcher",
+    "ToolFilter",
+    "__version__",
+]
+
 __version__: Final[str]
 CHECK_UNKNOWN: Final[int]
 CHECK_DENIED: Final[int]
@@ -30,7 +41,7 @@ class Registry:
     def names(self) -> list[str]: ...
     def permitted_slots(self, filter: ToolFilter) -> list[int]: ...
     def __len__(self) -> int: ...
-    def __contains__(self, name: object) -> bool: ...
+    def __contains__(self, key: object, /) -> bool: ...
 
 @final
 class ToolFilter:
@@ -51,7 +62,7 @@ class ToolFilter:
     def apply(self, names: Sequence[str]) -> list[int]:
         """Indexes of the permitted names, in input order."""
     def is_permissive(self) -> bool: ...
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, value: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
 @final
