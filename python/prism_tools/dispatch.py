@@ -76,7 +76,14 @@ ARGUMENTS_NOT_OBJECT = "Tool arguments must be a JSON object"
 ToolValidator = Callable[[ToolDefinition, dict[str, JSONValue], ToolExecutionContext], Any]
 BeforeExecute = Callable[[ToolCall, ToolDefinition, ToolExecutionContext], Any]
 
-_isawaitable = inspect.isawaitable
+_inspect_isawaitable = inspect.isawaitable
+
+
+def _isawaitable(value: Any) -> bool:
+    # Most sinks return None and most awaitables are coroutines: answer both without inspect.
+    if value is None:
+        return False
+    return type(value) is CoroutineType or _inspect_isawaitable(value)
 
 
 class LimitTracker(Protocol):
@@ -129,7 +136,7 @@ def new_row_id() -> str:
 class _Audit:
     """Per-call bookkeeping for events, ledger rows and redaction; built only when one is on."""
 
-    __slots__ = ("context", "emit", "ledger", "ownership", "redactor", "started_at", "t0")
+    __slots__ = ("context", "emit", "ledger", "redactor", "started_at", "t0", "tenant")
 
     def __init__(
         self,
@@ -143,7 +150,11 @@ class _Audit:
         self.emit = emit
         self.ledger = ledger
         self.redactor = redactor
-        self.ownership = ownership
+        self.tenant: tuple[str | None, str | None, str | None] = (
+            (None, None, None)
+            if ownership is None
+            else (ownership.tenant_id, ownership.account_id, ownership.user_id)
+        )
         self.t0 = time.perf_counter()
         self.started_at = now_iso() if ledger is not None else ""
 
@@ -161,7 +172,7 @@ class _Audit:
             event = self.redactor.redact(event)
         try:
             outcome = self.emit(event)
-            if _isawaitable(outcome):
+            if outcome is not None and _isawaitable(outcome):
                 await outcome
         except Exception:
             # An event sink must not change what dispatch does with the call.
@@ -180,31 +191,34 @@ class _Audit:
     ) -> None:
         if self.ledger is None:
             return
-        ownership = self.ownership
+        context, tenant = self.context, self.tenant
+        # Positional on purpose: binding twenty keywords costs more than building the record.
         record = ToolCallRecord(
-            id=new_row_id(),
-            session_id=self.context.session_id,
-            run_id=self.context.run_id,
-            tool_call_id=call.id,
-            name=call.name,
-            arguments=call.arguments,
-            status=status,
-            started_at=self.started_at,
-            redacted=self.redactor is not None,
-            tenant_id=None if ownership is None else ownership.tenant_id,
-            account_id=None if ownership is None else ownership.account_id,
-            user_id=None if ownership is None else ownership.user_id,
-            finished_at=None if status == "started" else now_iso(),
-            result=result,
-            reason=reason,
-            progress=progress,
-            progress_metadata=progress_metadata,
-            progress_at=progress_at,
+            new_row_id(),
+            context.session_id,
+            context.run_id,
+            call.id,
+            call.name,
+            call.arguments,
+            status,
+            self.started_at,
+            self.redactor is not None,
+            None,  # entry_id: set by session layers, never by dispatch
+            tenant[0],
+            tenant[1],
+            tenant[2],
+            None if status == "started" else now_iso(),
+            result,
+            reason,
+            progress,
+            progress_metadata,
+            progress_at,
         )
-        record = redact_run_ledger_record(record, self.redactor)
+        if self.redactor is not None:
+            record = redact_run_ledger_record(record, self.redactor)
         try:
             outcome = self.ledger.append_tool_call(record)
-            if _isawaitable(outcome):
+            if outcome is not None and _isawaitable(outcome):
                 await outcome
         except Exception as err:
             raise LedgerWriteError(
@@ -492,7 +506,7 @@ async def dispatch_tool_call(
 
     try:
         output = execute(arguments, run_context)
-        if type(output) is CoroutineType or (output is not None and _isawaitable(output)):
+        if type(output) is CoroutineType or _isawaitable(output):
             output = await output
     except GuardrailTripwire:
         raise

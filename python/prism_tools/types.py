@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
+from prism_tools import _json
 from prism_tools._frozen import fast_init
 
 if TYPE_CHECKING:
@@ -74,6 +75,11 @@ def to_plain(value: Any) -> JSONValue:
     if isinstance(value, list | tuple | set | frozenset):
         return [to_plain(item) for item in value]
     return value
+
+
+def to_json(value: Any) -> bytes:
+    """Compact JSON bytes for any harness value (``to_dict`` first, then orjson)."""
+    return _json.dumps_lenient(to_plain(value))
 
 
 def _compact(instance: Any, skip: frozenset[str] = frozenset()) -> dict[str, JSONValue]:
