@@ -12,9 +12,22 @@ attribute writes, and moves it back. The class stays a frozen dataclass in every
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+_BUILDERS: dict[type, Callable[..., Any]] = {}
+
+
+def builder(cls: type[T]) -> Callable[..., T]:
+    """A positional constructor for a ``fast_init`` class that skips ``type.__call__``.
+
+    Every field must be passed, in declaration order, and nothing is checked: for the hot path
+    only, where the harness itself supplies the values. It saves about a third of the cost of
+    ``cls(...)``.
+    """
+    return _BUILDERS[cls]
 
 
 def fast_init(cls: type[T]) -> type[T]:
@@ -43,6 +56,16 @@ def fast_init(cls: type[T]) -> type[T]:
         body.append("    self.__post_init__()")
     source = f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body)
     exec(source, namespace)
+    names = [field.name for field in fields]
+    build_source = (
+        f"def build({', '.join(names)}):\n    self = _new(_twin)\n"
+        + "".join(f"    self.{name} = {name}\n" for name in names)
+        + "    self.__class__ = _cls\n    return self"
+    )
+    namespace["_new"] = object.__new__
+    if not hasattr(cls, "__post_init__"):
+        exec(build_source, namespace)
+        _BUILDERS[cls] = namespace["build"]
     init = namespace["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__doc__ = cls.__init__.__doc__

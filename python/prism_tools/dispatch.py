@@ -34,6 +34,7 @@ from types import CoroutineType
 from typing import Any, Protocol, cast
 
 from prism_tools._core import CHECK_DENIED, ToolFilter
+from prism_tools._frozen import builder
 from prism_tools.errors import (
     GuardrailTripwire,
     LedgerWriteError,
@@ -71,6 +72,7 @@ from prism_tools.types import (
 )
 
 logger = logging.getLogger("prism_tools.dispatch")
+_build_result = builder(ToolResult)
 
 ARGUMENTS_NOT_OBJECT = "Tool arguments must be a JSON object"
 ToolValidator = Callable[[ToolDefinition, dict[str, JSONValue], ToolExecutionContext], Any]
@@ -506,7 +508,7 @@ async def dispatch_tool_call(
 
     try:
         output = execute(arguments, run_context)
-        if type(output) is CoroutineType or _isawaitable(output):
+        if output is not None and (type(output) is CoroutineType or _isawaitable(output)):
             output = await output
     except GuardrailTripwire:
         raise
@@ -520,7 +522,11 @@ async def dispatch_tool_call(
             return _error_result(call, error_info(err))
         return await audit.failed(call, error_info(err))
 
-    result = output if type(output) is ToolResult else ToolResult(call.id, name, output)
+    result = (
+        output
+        if type(output) is ToolResult
+        else _build_result(call.id, name, output, None, None, None)
+    )
 
     if middleware is not None and middleware.has("tool_result"):
         result = await middleware.run("tool_result", result, report=_middleware_reporter(audit))
