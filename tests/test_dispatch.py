@@ -571,3 +571,26 @@ async def test_redactor_scrubs_results_events_and_rows_on_success() -> None:
     blob = repr(recorder.events) + repr(ledger.records) + repr(result)
     assert "tok-123" not in blob
     assert spy.calls[0][0] == {"key": "tok-123"}, "the tool itself receives the real arguments"
+
+
+async def test_a_failing_async_sink_and_an_async_ledger_refusal() -> None:
+    spy = Spy(value=1)
+
+    async def broken_async_sink(event: AgentEvent) -> None:
+        raise RuntimeError("async sink down")
+
+    registry = create_tool_registry([ToolDefinition(name="echo", execute=spy)])
+    result = await dispatch_tool_call(
+        call(), registry=registry, context=context(), emit=broken_async_sink
+    )
+    assert result.value == 1
+
+    class AsyncRefusingLedger:
+        async def append_tool_call(self, record: ToolCallRecord) -> None:
+            raise OSError("replica lag")
+
+    with pytest.raises(LedgerWriteError, match="started row"):
+        await dispatch_tool_call(
+            call(), registry=registry, context=context(), ledger=AsyncRefusingLedger()
+        )
+    assert len(spy.calls) == 1, "the refused started row stopped the second call"

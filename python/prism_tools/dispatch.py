@@ -135,6 +135,26 @@ def new_row_id() -> str:
     return f"{_ROW_PREFIX}{next(_row_counter):x}"
 
 
+async def _await_sink(outcome: Awaitable[None], event_type: str) -> None:
+    try:
+        await outcome
+    except Exception:
+        logger.exception("event sink failed on %s", event_type)
+
+
+def _ledger_error(record: ToolCallRecord) -> LedgerWriteError:
+    return LedgerWriteError(
+        f"the run ledger refused a {record.status} row for tool call {record.tool_call_id}"
+    )
+
+
+async def _await_ledger(outcome: Awaitable[None], record: ToolCallRecord) -> None:
+    try:
+        await outcome
+    except Exception as err:
+        raise _ledger_error(record) from err
+
+
 class _Audit:
     """Per-call bookkeeping for events, ledger rows and redaction; built only when one is on."""
 
@@ -167,20 +187,26 @@ class _Audit:
         elapsed = int((time.perf_counter() - self.t0) * 1000)
         return {"duration_ms": max(0, elapsed), "status": status}
 
-    async def event(self, event: AgentEvent) -> None:
+    # ``event`` and ``row`` are plain functions that return an awaitable only when the sink or
+    # the ledger is asynchronous: with synchronous ones (the common case) no coroutine is made.
+
+    def event(self, event: AgentEvent) -> Awaitable[None] | None:
+        """Hand ``event`` (redacted) to the sink; a failing sink is logged, never raised."""
         if self.emit is None:
-            return
+            return None
         if self.redactor is not None:
             event = self.redactor.redact(event)
         try:
             outcome = self.emit(event)
-            if outcome is not None and _isawaitable(outcome):
-                await outcome
         except Exception:
             # An event sink must not change what dispatch does with the call.
             logger.exception("event sink failed on %s", event.type)
+            return None
+        if outcome is not None and _isawaitable(outcome):
+            return _await_sink(outcome, event.type)
+        return None
 
-    async def row(
+    def row(
         self,
         call: ToolCall,
         status: LedgerStatus,
@@ -190,9 +216,10 @@ class _Audit:
         progress: JSONValue = None,
         progress_metadata: Mapping[str, JSONValue] | None = None,
         progress_at: str | None = None,
-    ) -> None:
+    ) -> Awaitable[None] | None:
+        """Append a ledger row (redacted); a refusal raises ``LedgerWriteError``."""
         if self.ledger is None:
-            return
+            return None
         context, tenant = self.context, self.tenant
         # Positional on purpose: binding twenty keywords costs more than building the record.
         record = ToolCallRecord(
@@ -220,17 +247,16 @@ class _Audit:
             record = redact_run_ledger_record(record, self.redactor)
         try:
             outcome = self.ledger.append_tool_call(record)
-            if outcome is not None and _isawaitable(outcome):
-                await outcome
         except Exception as err:
-            raise LedgerWriteError(
-                f"the run ledger refused a {status} row for tool call {record.tool_call_id}"
-            ) from err
+            raise _ledger_error(record) from err
+        if outcome is not None and _isawaitable(outcome):
+            return _await_ledger(outcome, record)
+        return None
 
     async def blocked(self, call: ToolCall, reason: BlockedReason, error: ErrorInfo) -> ToolResult:
         error = self.scrub(error)
         result = ToolResult(tool_call_id=call.id, name=call.name, error=error)
-        await self.event(
+        pending = self.event(
             AgentEvent(
                 type="tool_execution_blocked",
                 session_id=self.context.session_id,
@@ -242,13 +268,17 @@ class _Audit:
                 metadata=self.timing("blocked"),
             )
         )
-        await self.row(call, "blocked", result=result, reason=reason)
+        if pending is not None:
+            await pending
+        pending = self.row(call, "blocked", result=result, reason=reason)
+        if pending is not None:
+            await pending
         return result
 
     async def failed(self, call: ToolCall, error: ErrorInfo) -> ToolResult:
         error = self.scrub(error)
         result = ToolResult(tool_call_id=call.id, name=call.name, error=error)
-        await self.event(
+        pending = self.event(
             AgentEvent(
                 type="tool_execution_error",
                 session_id=self.context.session_id,
@@ -258,7 +288,11 @@ class _Audit:
                 metadata=self.timing("error"),
             )
         )
-        await self.row(call, "error", result=result)
+        if pending is not None:
+            await pending
+        pending = self.row(call, "error", result=result)
+        if pending is not None:
+            await pending
         return result
 
 
@@ -305,7 +339,7 @@ async def _guard(
     )
     if audit is not None:
         for record in records:
-            await audit.event(
+            pending = audit.event(
                 AgentEvent(
                     type="guardrail_decision",
                     session_id=context.session_id,
@@ -315,6 +349,8 @@ async def _guard(
                     record=record,
                 )
             )
+            if pending is not None:
+                await pending
     if terminal is not None and terminal.action != "block":
         raise tripwire_error(terminal)
     return terminal
@@ -327,7 +363,7 @@ def _middleware_reporter(
         return None
 
     async def report(diagnostic: MiddlewareDiagnostic) -> None:
-        await audit.event(
+        pending = audit.event(
             AgentEvent(
                 type="extension_error",
                 session_id=audit.context.session_id,
@@ -338,6 +374,8 @@ def _middleware_reporter(
                 data={"hook": diagnostic.hook, "index": diagnostic.index},
             )
         )
+        if pending is not None:
+            await pending
 
     return report
 
@@ -496,7 +534,7 @@ async def dispatch_tool_call(
         )
 
     if audit is not None:
-        await audit.event(
+        pending = audit.event(
             AgentEvent(
                 type="tool_execution_started",
                 session_id=context.session_id,
@@ -504,7 +542,11 @@ async def dispatch_tool_call(
                 call=call,
             )
         )
-        await audit.row(call, "started")
+        if pending is not None:
+            await pending
+        pending = audit.row(call, "started")
+        if pending is not None:
+            await pending
 
     try:
         output = execute(arguments, run_context)
@@ -540,7 +582,7 @@ async def dispatch_tool_call(
     if audit is None:
         return result
     result = cast(ToolResult, audit.scrub(result))
-    await audit.event(
+    pending = audit.event(
         AgentEvent(
             type="tool_execution_finished",
             session_id=context.session_id,
@@ -549,7 +591,11 @@ async def dispatch_tool_call(
             metadata=audit.timing("finished"),
         )
     )
-    await audit.row(call, "finished", result=result)
+    if pending is not None:
+        await pending
+    pending = audit.row(call, "finished", result=result)
+    if pending is not None:
+        await pending
     return result
 
 
@@ -563,7 +609,7 @@ def _progress_reporter(audit: _Audit, call: ToolCall) -> Callable[..., Awaitable
             outcome = host(value, metadata)
             if _isawaitable(outcome):
                 await outcome
-        await audit.event(
+        pending = audit.event(
             AgentEvent(
                 type="tool_execution_progress",
                 session_id=audit.context.session_id,
@@ -574,8 +620,12 @@ def _progress_reporter(audit: _Audit, call: ToolCall) -> Callable[..., Awaitable
                 metadata=metadata,
             )
         )
-        await audit.row(
+        if pending is not None:
+            await pending
+        pending = audit.row(
             call, "started", progress=value, progress_metadata=metadata, progress_at=now_iso()
         )
+        if pending is not None:
+            await pending
 
     return progress
