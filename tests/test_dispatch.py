@@ -61,8 +61,12 @@ def context(call_id: str = "call_1", **extra: Any) -> ToolExecutionContext:
     return ToolExecutionContext(session_id="s1", run_id="r1", tool_call_id=call_id, **extra)
 
 
-def call(name: str = "echo", arguments: Any = None, call_id: str = "call_1", **extra: Any) -> ToolCall:
-    return ToolCall(id=call_id, name=name, arguments={} if arguments is None else arguments, **extra)
+def call(
+    name: str = "echo", arguments: Any = None, call_id: str = "call_1", **extra: Any
+) -> ToolCall:
+    return ToolCall(
+        id=call_id, name=name, arguments={} if arguments is None else arguments, **extra
+    )
 
 
 async def run(
@@ -457,7 +461,9 @@ async def test_limit_tracker_is_charged_for_blocked_calls_and_can_stop_dispatch(
     assert blocked.error is not None
     assert tracker.used == 1
     with pytest.raises(RunLimitError, match="Run limit exceeded: max_tool_calls"):
-        await dispatch_tool_call(call(), registry=registry, context=context(), limit_tracker=tracker)
+        await dispatch_tool_call(
+            call(), registry=registry, context=context(), limit_tracker=tracker
+        )
     assert spy.calls == []
 
 
@@ -494,7 +500,9 @@ async def test_a_failing_event_sink_does_not_change_the_outcome() -> None:
         raise RuntimeError("sink down")
 
     registry = create_tool_registry([ToolDefinition(name="echo", execute=spy)])
-    result = await dispatch_tool_call(call(), registry=registry, context=context(), emit=broken_sink)
+    result = await dispatch_tool_call(
+        call(), registry=registry, context=context(), emit=broken_sink
+    )
     assert result.value == 7
 
 

@@ -24,9 +24,11 @@ json_scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text
 any_keys = st.text(max_size=8) | st.integers() | st.none() | st.tuples(st.integers())
 json_like = st.recursive(
     json_scalars,
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=8), children, max_size=4)
-    | st.dictionaries(any_keys, children, max_size=3),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.text(max_size=8), children, max_size=4)
+        | st.dictionaries(any_keys, children, max_size=3)
+    ),
     max_leaves=25,
 )
 
@@ -44,8 +46,10 @@ hostile_arguments = (
     | st.builds(deep, st.integers(1, 3000))
     | st.builds(lambda levels: {"deep": deep(levels)}, st.integers(1, 3000))
 )
-names = st.sampled_from(["echo", "denied", "missing", "", "ECHO"]) | st.text(max_size=20) | (
-    st.integers() | st.none()
+names = (
+    st.sampled_from(["echo", "denied", "missing", "", "ECHO"])
+    | st.text(max_size=20)
+    | (st.integers() | st.none())
 )
 
 
@@ -62,7 +66,8 @@ class Counter:
     name=names,
     call_id=st.text(max_size=10) | st.integers(),
     arguments=hostile_arguments,
-    arguments_error=st.none() | st.just(ErrorInfo(message="bad json", code="invalid_json_arguments")),
+    arguments_error=st.none()
+    | st.just(ErrorInfo(message="bad json", code="invalid_json_arguments")),
 )
 async def test_dispatch_never_raises_and_never_runs_a_blocked_call(
     name: Any, call_id: Any, arguments: Any, arguments_error: ErrorInfo | None
@@ -100,7 +105,7 @@ async def test_dispatch_never_raises_and_never_runs_a_blocked_call(
 
 
 secret_text = st.text(
-    alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_\"\\\n é", min_size=4, max_size=16
+    alphabet='abcdefghijklmnopqrstuvwxyz0123456789-_"\\\n é', min_size=4, max_size=16
 )
 
 
@@ -142,7 +147,8 @@ async def test_secrets_never_leave_dispatch(secret: str, where: str, noise: Any)
         emit=events.append,
         ledger=ledger,
     )
-    assert events and ledger.records
+    assert events
+    assert ledger.records
     for item in [result, *events, *ledger.records]:
         blob = dumps_lenient(item.to_dict()).decode()
         assert secret not in blob

@@ -3,9 +3,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.reference.filter import permits
 
 from prism_tools import ToolDefinition, ToolFilter, create_tool_registry, filter_tools
-from tests.reference.filter import permits
 
 
 def tools(*names: str) -> list[ToolDefinition]:
@@ -64,7 +64,9 @@ def test_filter_is_hashable_and_equal_by_meaning() -> None:
 
 
 def test_all_of_intersects_allows_and_unions_denies() -> None:
-    combined = ToolFilter.all_of([ToolFilter(allow=["a", "b"]), ToolFilter(allow=["b", "c"], deny=["d"])])
+    combined = ToolFilter.all_of(
+        [ToolFilter(allow=["a", "b"]), ToolFilter(allow=["b", "c"], deny=["d"])]
+    )
     assert combined.allow == frozenset({"b"})
     assert combined.deny == frozenset({"d"})
     disjoint = ToolFilter.all_of([ToolFilter(allow=["a"]), ToolFilter(allow=["b"])])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -37,10 +38,22 @@ def dumps_lenient(value: Any) -> bytes:
         return orjson.dumps(_plain(value, 0, set()), default=_fallback)
 
 
+def dumps_for_scan(value: Any) -> bytes:
+    """JSON bytes holding every string and key inside ``value``, for a secret scan.
+
+    Unlike ``dumps_lenient`` it never drops anything: a value that cannot be written whole
+    (too deep, a cycle, an integer beyond 64 bits) raises, so the caller knows the scan is not
+    conclusive.
+    """
+    return orjson.dumps(value, default=_fallback, option=orjson.OPT_NON_STR_KEYS)
+
+
 def _fallback(value: Any) -> Any:
     to_dict = getattr(value, "to_dict", None)
     if callable(to_dict) and not isinstance(value, type):
         return to_dict()
+    if isinstance(value, Mapping):
+        return dict(value)
     if isinstance(value, set | frozenset | tuple):
         return list(value)
     return str(value)

@@ -85,8 +85,11 @@ class GuardrailRecord:
 
 
 class Guardrail(Protocol):
-    name: str
-    stage: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def stage(self) -> str: ...
 
     def evaluate(
         self, context: GuardrailContext

@@ -3,9 +3,10 @@ the result right after the tool returns.
 
 A middleware is ``fn(value, next)``, sync or async. It may return a replacement value, or call
 ``next(value)`` to hand one on (then that value wins, whatever it returns). Middlewares run in
-registration order. Under the default ``error_policy="event"`` a middleware that raises, returns
-the wrong type, or returns something other than what it passed to ``next`` is reported and
-skipped (the chain keeps the value it had); under ``"throw"`` it raises ``MiddlewareError``.
+registration order. Under the default ``error_policy="event"`` a middleware that raises or returns
+the wrong type is reported and skipped (the chain keeps the value it had); under ``"throw"`` it
+raises ``MiddlewareError``. A middleware that returns something other than what it passed to
+``next`` is reported under either policy, and the value it passed to ``next`` wins.
 Calling ``next`` twice is always an error. Whatever a ``tool_call`` middleware does, dispatch
 checks the call it produces from scratch: renaming cannot escape a filter.
 """
@@ -22,7 +23,8 @@ from prism_tools.types import ToolCall, ToolResult
 
 MiddlewareHook = Literal["tool_call", "tool_result"]
 ErrorPolicy = Literal["event", "throw"]
-Middleware = Callable[[Any, Callable[[Any], Any]], Any]
+Middleware = Callable[[Any, Callable[..., Any]], Any]
+"""``fn(value, next)``: ``next(new_value)`` hands a value on; ``next()`` hands on the current."""
 
 _EXPECTED: dict[str, type] = {"tool_call": ToolCall, "tool_result": ToolResult}
 

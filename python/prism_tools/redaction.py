@@ -84,9 +84,9 @@ class SecretRedactor:
         if isinstance(value, str):
             return self._matcher.contains(value)
         try:
-            blob = _json.dumps_lenient(value)
-        except (_json.JSONEncodeError, RecursionError, TypeError, ValueError):
-            return True  # cannot tell cheaply: let the walk decide
+            blob = _json.dumps_for_scan(value)
+        except Exception:
+            return True  # too deep, too odd or cyclic to serialize: let the walk decide
         return self._matcher.contains_json(blob)
 
     def redact(self, value: T) -> T:
@@ -130,7 +130,13 @@ class SecretRedactor:
         out: dict[Any, Any] = {}
         changed = not isinstance(value, dict)
         for key, item in value.items():
-            new_key = self.redact_text(key) if isinstance(key, str) else key
+            if isinstance(key, str):
+                new_key = self.redact_text(key)
+            elif self._matcher.contains(str(key)):
+                # A key that is not a string but spells a secret leaves as redacted text.
+                new_key = self.redact_text(str(key))
+            else:
+                new_key = key
             if new_key in out:
                 # Two keys that redact to the same text must both survive.
                 suffix = 2
@@ -144,14 +150,20 @@ class SecretRedactor:
 
     def _walk_dataclass(self, value: Any, depth: int, ancestors: set[int]) -> Any:
         changes: dict[str, Any] = {}
+        later: dict[str, Any] = {}
         for field in dataclasses.fields(value):
-            if not field.init:
-                continue
-            item = getattr(value, field.name)
+            item = getattr(value, field.name, None)
             new_item = self._walk(item, depth, ancestors)
             if new_item is not item:
-                changes[field.name] = new_item
-        return dataclasses.replace(value, **changes) if changes else value
+                (changes if field.init else later)[field.name] = new_item
+        if not changes and not later:
+            return value
+        copy = dataclasses.replace(value, **changes)
+        for name, item in later.items():
+            # Fields outside __init__ cannot go through replace(); write them on the copy
+            # (object.__setattr__ works for frozen dataclasses too).
+            object.__setattr__(copy, name, item)
+        return copy
 
     def _walk_opaque(self, value: Any) -> Any:
         try:

@@ -1,0 +1,676 @@
+"""Guardrails at the tool_input and tool_output stages of dispatch, and evaluate_guardrails."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from prism_tools import (
+    AgentEvent,
+    GuardrailContext,
+    GuardrailDecision,
+    GuardrailRecord,
+    Guardrails,
+    GuardrailTripwire,
+    InMemoryRunLedger,
+    MiddlewareRegistry,
+    ToolCall,
+    ToolDefinition,
+    ToolExecutionContext,
+    ToolResult,
+    _json,
+    create_tool_registry,
+    dispatch_tool_call,
+    guardrail,
+)
+from prism_tools.guardrails import evaluate_guardrails
+
+GuardFn = Callable[[GuardrailContext], Any]
+
+
+def make_call(name: str = "echo", arguments: dict[str, Any] | None = None) -> ToolCall:
+    return ToolCall(
+        id="call_1", name=name, arguments={"text": "hi"} if arguments is None else arguments
+    )
+
+
+def make_context(**extra: Any) -> ToolExecutionContext:
+    return ToolExecutionContext(session_id="s1", run_id="r1", tool_call_id="call_1", **extra)
+
+
+def decide(action: str, reason: str | None = None, metadata: Any = None) -> GuardFn:
+    """A guard body that always returns the same decision."""
+    return lambda context: GuardrailDecision(action, reason, metadata)  # type: ignore[arg-type]
+
+
+class CountingTool:
+    """A tool body that counts its calls and returns a fixed value."""
+
+    def __init__(self, value: Any = "ok") -> None:
+        self.calls = 0
+        self.value = value
+
+    async def __call__(self, args: dict[str, Any], context: ToolExecutionContext) -> Any:
+        self.calls += 1
+        return self.value
+
+
+class GuardSpy:
+    """A guard body that records every context it is called with."""
+
+    def __init__(self, action: str = "allow") -> None:
+        self.contexts: list[GuardrailContext] = []
+        self.action = action
+
+    def __call__(self, context: GuardrailContext) -> GuardrailDecision:
+        self.contexts.append(context)
+        return GuardrailDecision(self.action)  # type: ignore[arg-type]
+
+
+class EventLog:
+    def __init__(self) -> None:
+        self.events: list[AgentEvent] = []
+
+    def __call__(self, event: AgentEvent) -> None:
+        self.events.append(event)
+
+    @property
+    def types(self) -> list[str]:
+        return [event.type for event in self.events]
+
+    @property
+    def decisions(self) -> list[GuardrailRecord]:
+        return [event.record for event in self.events if event.type == "guardrail_decision"]
+
+
+@dataclasses.dataclass
+class Outcome:
+    result: ToolResult
+    tool: CountingTool
+    log: EventLog
+    ledger: InMemoryRunLedger
+
+    @property
+    def statuses(self) -> list[str]:
+        return [row.status for row in self.ledger.records]
+
+
+async def dispatch_guarded(
+    guardrails: Guardrails,
+    *,
+    call: ToolCall | None = None,
+    tool: CountingTool | None = None,
+    **options: Any,
+) -> Outcome:
+    """Dispatch one call to a registered ``echo`` tool with events and a ledger attached."""
+    tool = CountingTool() if tool is None else tool
+    log, ledger = EventLog(), InMemoryRunLedger()
+    result = await dispatch_tool_call(
+        make_call() if call is None else call,
+        registry=create_tool_registry([ToolDefinition(name="echo", execute=tool)]),
+        context=make_context(),
+        guardrails=guardrails,
+        emit=log,
+        ledger=ledger,
+        **options,
+    )
+    return Outcome(result, tool, log, ledger)
+
+
+async def dispatch_expecting_tripwire(
+    guardrails: Guardrails, **options: Any
+) -> tuple[GuardrailTripwire, CountingTool, EventLog, InMemoryRunLedger]:
+    tool, log, ledger = CountingTool(), EventLog(), InMemoryRunLedger()
+    with pytest.raises(GuardrailTripwire) as caught:
+        await dispatch_tool_call(
+            make_call(),
+            registry=create_tool_registry([ToolDefinition(name="echo", execute=tool)]),
+            context=make_context(),
+            guardrails=guardrails,
+            emit=log,
+            ledger=ledger,
+            **options,
+        )
+    return caught.value, tool, log, ledger
+
+
+def everything_emitted(outcome: Outcome) -> str:
+    """Every event, ledger row and the result, as one JSON text."""
+    parts: list[Any] = [*outcome.log.events, *outcome.ledger.records, outcome.result]
+    return _json.dumps_lenient([part.to_dict() for part in parts]).decode()
+
+
+# --- tool_input --------------------------------------------------------------------------------
+
+
+async def test_tool_input_block_returns_guardrail_blocked_and_never_runs_the_tool() -> None:
+    outcome = await dispatch_guarded(
+        Guardrails(tool_input=[guardrail("no-echo", "tool_input", decide("block", "not today"))])
+    )
+
+    assert outcome.tool.calls == 0
+    assert outcome.result.error is not None
+    assert outcome.result.error.message == "Tool call blocked by guardrail"
+    assert outcome.result.tool_call_id == "call_1"
+    assert outcome.log.types == ["guardrail_decision", "tool_execution_blocked"]
+    decision, blocked = outcome.log.events
+    assert decision.record == GuardrailRecord(
+        guardrail="no-echo", stage="tool_input", action="block", reason="not today"
+    )
+    assert decision.tool_call_id == "call_1"
+    assert decision.tool_name == "echo"
+    assert blocked.reason == "guardrail_blocked"
+    assert outcome.statuses == ["blocked"]
+    assert outcome.ledger.records[0].reason == "guardrail_blocked"
+
+
+async def test_allowing_tool_input_guards_let_the_call_run_after_their_decisions() -> None:
+    outcome = await dispatch_guarded(
+        Guardrails(
+            tool_input=[
+                guardrail("first", "tool_input", decide("allow")),
+                guardrail("second", "tool_input", decide("allow", "fine")),
+            ]
+        )
+    )
+    assert outcome.tool.calls == 1
+    assert outcome.result.value == "ok"
+    assert outcome.log.types == [
+        "guardrail_decision",
+        "guardrail_decision",
+        "tool_execution_started",
+        "tool_execution_finished",
+    ]
+    assert [(r.guardrail, r.action) for r in outcome.log.decisions] == [
+        ("first", "allow"),
+        ("second", "allow"),
+    ]
+
+
+async def test_tool_input_guards_see_calls_to_unknown_tools() -> None:
+    spy = GuardSpy()
+    ghost_call = make_call("ghost", {"x": 1})
+    outcome = await dispatch_guarded(
+        Guardrails(tool_input=[guardrail("watch", "tool_input", spy)]), call=ghost_call
+    )
+
+    [seen] = spy.contexts
+    assert seen.value == ghost_call
+    assert seen.stage == "tool_input"
+    assert seen.tool_name == "ghost"
+    assert seen.tool_call_id == "call_1"
+    assert (seen.session_id, seen.run_id) == ("s1", "r1")
+    assert seen.metadata == {}
+    assert outcome.result.error is not None
+    assert outcome.result.error.message == "Unknown tool: ghost"
+    assert outcome.tool.calls == 0
+
+
+async def test_tool_input_guards_see_the_call_after_tool_call_middleware() -> None:
+    spy = GuardSpy()
+    middleware = MiddlewareRegistry().use(
+        "tool_call", lambda call, next_: dataclasses.replace(call, arguments={"rewritten": True})
+    )
+    await dispatch_guarded(
+        Guardrails(tool_input=[guardrail("watch", "tool_input", spy)]), middleware=middleware
+    )
+    assert spy.contexts[0].value.arguments == {"rewritten": True}
+
+
+async def test_tool_input_guard_context_carries_the_caller_metadata() -> None:
+    spy = GuardSpy()
+    await dispatch_tool_call(
+        make_call(),
+        registry=create_tool_registry([ToolDefinition(name="echo", execute=CountingTool())]),
+        context=make_context(metadata={"tenant": "acme"}),
+        guardrails=Guardrails(tool_input=[guardrail("watch", "tool_input", spy)]),
+    )
+    assert spy.contexts[0].metadata == {"tenant": "acme"}
+
+
+async def test_tool_input_tripwire_raises_and_the_tool_does_not_run() -> None:
+    error, tool, log, ledger = await dispatch_expecting_tripwire(
+        Guardrails(tool_input=[guardrail("trip", "tool_input", decide("tripwire", "danger"))])
+    )
+
+    assert tool.calls == 0
+    assert error.code == "ERR_PRISM_GUARDRAIL_BLOCKED"
+    assert str(error) == "Guardrail blocked run"
+    assert error.record == GuardrailRecord(
+        guardrail="trip", stage="tool_input", action="tripwire", reason="danger"
+    )
+    assert log.types == ["guardrail_decision"]
+    assert ledger.records == []
+
+
+async def test_tool_input_interrupt_raises_interrupt_unavailable() -> None:
+    error, tool, _log, _ledger = await dispatch_expecting_tripwire(
+        Guardrails(tool_input=[guardrail("ask", "tool_input", decide("interrupt"))])
+    )
+    assert tool.calls == 0
+    assert error.code == "ERR_PRISM_GUARDRAIL_INTERRUPT_UNAVAILABLE"
+    assert 'stage "tool_input"' in str(error)
+    assert error.record.action == "interrupt"
+
+
+async def test_async_guards_work_at_both_stages() -> None:
+    async def allow_later(context: GuardrailContext) -> GuardrailDecision:
+        await asyncio.sleep(0)
+        return GuardrailDecision("allow")
+
+    async def block_later(context: GuardrailContext) -> GuardrailDecision:
+        await asyncio.sleep(0)
+        return GuardrailDecision("block", "async says no")
+
+    outcome = await dispatch_guarded(
+        Guardrails(
+            tool_input=[guardrail("in", "tool_input", allow_later)],
+            tool_output=[guardrail("out", "tool_output", block_later)],
+        )
+    )
+    assert outcome.tool.calls == 1
+    assert outcome.result.error is not None
+    assert outcome.result.error.message == "Tool result blocked by guardrail"
+    assert [(r.guardrail, r.action) for r in outcome.log.decisions] == [
+        ("in", "allow"),
+        ("out", "block"),
+    ]
+
+
+# --- tool_output -------------------------------------------------------------------------------
+
+RAW_OUTPUT = "raw-output-7f3a91"
+
+
+async def test_tool_output_block_hides_the_raw_output_after_the_tool_ran() -> None:
+    spy = GuardSpy("block")
+    outcome = await dispatch_guarded(
+        Guardrails(tool_output=[guardrail("scan", "tool_output", spy)]),
+        tool=CountingTool(value={"payload": RAW_OUTPUT}),
+    )
+
+    assert outcome.tool.calls == 1, "the tool DID run"
+    assert spy.contexts[0].stage == "tool_output"
+    assert spy.contexts[0].value.value == {"payload": RAW_OUTPUT}, "the guard sees the raw result"
+    assert outcome.result.error is not None
+    assert outcome.result.error.message == "Tool result blocked by guardrail"
+    assert outcome.result.value is None
+    assert outcome.log.types == [
+        "tool_execution_started",
+        "guardrail_decision",
+        "tool_execution_blocked",
+    ]
+    assert outcome.log.events[-1].reason == "guardrail_blocked"
+    assert outcome.statuses == ["started", "blocked"]
+    assert RAW_OUTPUT not in everything_emitted(outcome)
+
+
+async def test_tool_output_guard_sees_the_unredacted_result() -> None:
+    spy = GuardSpy()
+    outcome = await dispatch_guarded(
+        Guardrails(tool_output=[guardrail("scan", "tool_output", spy)]),
+        tool=CountingTool(value="token sk-live-1"),
+        secrets=["sk-live-1"],
+    )
+    assert spy.contexts[0].value.value == "token sk-live-1"
+    assert outcome.result.value == "token [REDACTED]"
+
+
+async def test_tool_output_tripwire_raises_after_the_tool_ran() -> None:
+    error, tool, log, ledger = await dispatch_expecting_tripwire(
+        Guardrails(tool_output=[guardrail("scan", "tool_output", decide("tripwire"))])
+    )
+    assert tool.calls == 1
+    assert error.code == "ERR_PRISM_GUARDRAIL_BLOCKED"
+    assert error.record.stage == "tool_output"
+    assert "tool_execution_finished" not in log.types
+    assert [row.status for row in ledger.records] == ["started"]
+
+
+async def test_tool_output_interrupt_raises_interrupt_unavailable() -> None:
+    error, tool, _log, _ledger = await dispatch_expecting_tripwire(
+        Guardrails(tool_output=[guardrail("ask", "tool_output", decide("interrupt"))])
+    )
+    assert tool.calls == 1
+    assert error.code == "ERR_PRISM_GUARDRAIL_INTERRUPT_UNAVAILABLE"
+    assert 'stage "tool_output"' in str(error)
+
+
+# --- fail-closed conversions -------------------------------------------------------------------
+
+
+async def test_a_raising_guard_becomes_a_tripwire_with_its_redacted_error() -> None:
+    def explode(context: GuardrailContext) -> GuardrailDecision:
+        raise RuntimeError("boom sk-guard-secret")
+
+    error, tool, log, _ledger = await dispatch_expecting_tripwire(
+        Guardrails(tool_input=[guardrail("fragile", "tool_input", explode)]),
+        secrets=["sk-guard-secret"],
+    )
+
+    assert tool.calls == 0
+    assert error.record.guardrail == "fragile"
+    assert error.record.action == "tripwire"
+    assert error.record.reason == "guardrail_failed"
+    assert error.record.metadata == {"error": "boom [REDACTED]"}
+    assert log.decisions[0].metadata == {"error": "boom [REDACTED]"}
+    assert "sk-guard-secret" not in _json.dumps_lenient([e.to_dict() for e in log.events]).decode()
+
+
+async def test_a_raising_guard_error_text_is_cut_to_4096_bytes() -> None:
+    def explode(context: GuardrailContext) -> GuardrailDecision:
+        raise RuntimeError("é" * 5000)
+
+    error, _tool, _log, _ledger = await dispatch_expecting_tripwire(
+        Guardrails(tool_input=[guardrail("fragile", "tool_input", explode)])
+    )
+    text = error.record.metadata["error"]
+    assert len(text.encode()) <= 4096
+    assert text == "é" * len(text)
+
+
+class GuardWithoutEvaluate:
+    name = "lazy"
+    stage = "tool_input"
+
+
+@pytest.mark.parametrize(
+    "guard",
+    [
+        pytest.param(guardrail("", "tool_input", decide("allow")), id="empty-name"),
+        pytest.param(guardrail("late", "tool_output", decide("allow")), id="wrong-stage"),
+        pytest.param(GuardWithoutEvaluate(), id="no-evaluate"),
+        pytest.param(guardrail("x" * 129, "tool_input", decide("allow")), id="name-over-128"),
+    ],
+)
+async def test_a_malformed_guard_becomes_a_guardrail_invalid_tripwire(guard: Any) -> None:
+    error, tool, log, _ledger = await dispatch_expecting_tripwire(Guardrails(tool_input=[guard]))
+    assert tool.calls == 0
+    assert error.record.action == "tripwire"
+    assert error.record.reason == "guardrail_invalid"
+    assert error.record.guardrail
+    assert len(error.record.guardrail.encode()) <= 128
+    assert log.decisions == [error.record]
+
+
+async def test_an_empty_guard_name_is_recorded_as_invalid() -> None:
+    error, _tool, _log, _ledger = await dispatch_expecting_tripwire(
+        Guardrails(tool_input=[guardrail("", "tool_input", decide("allow"))])
+    )
+    assert error.record.guardrail == "invalid"
+
+
+@pytest.mark.parametrize(
+    "returned",
+    [
+        pytest.param(None, id="none"),
+        pytest.param(GuardrailDecision("explode"), id="unknown-action"),  # type: ignore[arg-type]
+        pytest.param("allow", id="bare-string"),
+        pytest.param({"action": "allow"}, id="dict"),
+    ],
+)
+async def test_a_bad_decision_becomes_a_guardrail_invalid_decision_tripwire(
+    returned: Any,
+) -> None:
+    error, tool, _log, _ledger = await dispatch_expecting_tripwire(
+        Guardrails(tool_input=[guardrail("odd", "tool_input", lambda context: returned)])
+    )
+    assert tool.calls == 0
+    assert error.record == GuardrailRecord(
+        guardrail="odd", stage="tool_input", action="tripwire", reason="guardrail_invalid_decision"
+    )
+
+
+# --- evaluation order and concurrency ----------------------------------------------------------
+
+
+async def test_sequential_evaluation_stops_at_the_first_non_allow() -> None:
+    never = GuardSpy()
+    outcome = await dispatch_guarded(
+        Guardrails(
+            tool_input=[
+                guardrail("a", "tool_input", decide("allow")),
+                guardrail("b", "tool_input", decide("block", "stop here")),
+                guardrail("c", "tool_input", never),
+            ]
+        )
+    )
+    assert never.contexts == []
+    assert outcome.tool.calls == 0
+    assert [(r.guardrail, r.action) for r in outcome.log.decisions] == [
+        ("a", "allow"),
+        ("b", "block"),
+    ]
+
+
+async def test_parallel_guards_overlap_and_decisions_come_in_declaration_order() -> None:
+    """Guard i can only finish after guard i+1 has: they must all run at once, and they finish
+    in reverse declaration order."""
+    names = ["g0", "g1", "g2", "g3"]
+    done = {name: asyncio.Event() for name in names}
+    finished: list[str] = []
+    running = 0
+    peak = 0
+
+    def wait_for_successor(index: int) -> GuardFn:
+        async def body(context: GuardrailContext) -> GuardrailDecision:
+            nonlocal running, peak
+            running += 1
+            peak = max(peak, running)
+            if index + 1 < len(names):
+                await asyncio.wait_for(done[names[index + 1]].wait(), timeout=5)
+            running -= 1
+            finished.append(names[index])
+            done[names[index]].set()
+            return GuardrailDecision("allow")
+
+        return body
+
+    outcome = await dispatch_guarded(
+        Guardrails(
+            tool_input=[
+                guardrail(name, "tool_input", wait_for_successor(index))
+                for index, name in enumerate(names)
+            ],
+            max_concurrency=4,
+        )
+    )
+
+    assert peak == 4
+    assert finished == list(reversed(names))
+    assert [record.guardrail for record in outcome.log.decisions] == names
+    assert outcome.tool.calls == 1
+
+
+async def test_parallel_evaluation_keeps_exactly_one_non_allow_record() -> None:
+    release = asyncio.Event()
+
+    async def slow_block(context: GuardrailContext) -> GuardrailDecision:
+        await release.wait()
+        return GuardrailDecision("block", "slow")
+
+    async def fast_trip(context: GuardrailContext) -> GuardrailDecision:
+        release.set()
+        return GuardrailDecision("tripwire", "fast")
+
+    error, tool, log, _ledger = await dispatch_expecting_tripwire(
+        Guardrails(
+            tool_input=[
+                guardrail("slow", "tool_input", slow_block),
+                guardrail("fast", "tool_input", fast_trip),
+            ],
+            max_concurrency=2,
+        )
+    )
+    assert tool.calls == 0
+    assert [record.action for record in log.decisions] == ["tripwire"]
+    assert error.record.guardrail == "fast"
+
+
+@pytest.mark.parametrize("max_concurrency", [0, 17, -1])
+async def test_max_concurrency_outside_1_to_16_is_a_value_error(max_concurrency: int) -> None:
+    tool = CountingTool()
+    with pytest.raises(ValueError, match="max_concurrency"):
+        await dispatch_guarded(
+            Guardrails(
+                tool_input=[guardrail("a", "tool_input", decide("allow"))],
+                max_concurrency=max_concurrency,
+            ),
+            tool=tool,
+        )
+    assert tool.calls == 0
+
+
+@pytest.mark.parametrize("max_concurrency", [1, 16])
+async def test_max_concurrency_bounds_are_accepted(max_concurrency: int) -> None:
+    outcome = await dispatch_guarded(
+        Guardrails(
+            tool_input=[guardrail("a", "tool_input", decide("allow"))],
+            max_concurrency=max_concurrency,
+        )
+    )
+    assert outcome.tool.calls == 1
+
+
+# --- bounds on what a record carries -----------------------------------------------------------
+
+
+async def test_reason_is_cut_to_4096_utf8_bytes() -> None:
+    long_reason = "€" * 2000  # 6000 bytes; 4096 is not on a character boundary
+    outcome = await dispatch_guarded(
+        Guardrails(tool_input=[guardrail("wordy", "tool_input", decide("block", long_reason))])
+    )
+    reason = outcome.log.decisions[0].reason
+    assert reason is not None
+    assert len(reason.encode()) <= 4096
+    assert len(reason.encode()) > 4096 - 3
+    assert long_reason.startswith(reason)
+
+
+async def test_name_is_cut_to_128_utf8_bytes() -> None:
+    name = "é" * 100  # 100 characters, 200 bytes
+    outcome = await dispatch_guarded(
+        Guardrails(tool_input=[guardrail(name, "tool_input", decide("allow"))])
+    )
+    recorded = outcome.log.decisions[0].guardrail
+    assert len(recorded.encode()) <= 128
+    assert recorded == "é" * 64
+    assert outcome.tool.calls == 1
+
+
+async def test_metadata_over_16384_json_bytes_becomes_truncated() -> None:
+    outcome = await dispatch_guarded(
+        Guardrails(
+            tool_input=[
+                guardrail("big", "tool_input", decide("allow", metadata={"blob": "x" * 20_000}))
+            ]
+        )
+    )
+    assert outcome.log.decisions[0].metadata == {"truncated": True}
+
+
+async def test_small_metadata_is_kept_as_plain_json() -> None:
+    outcome = await dispatch_guarded(
+        Guardrails(
+            tool_input=[
+                guardrail("small", "tool_input", decide("allow", metadata={"score": 0.5, "n": [1]}))
+            ]
+        )
+    )
+    assert outcome.log.decisions[0].metadata == {"score": 0.5, "n": [1]}
+
+
+async def test_guard_reason_and_metadata_are_redacted_when_secrets_are_given() -> None:
+    outcome = await dispatch_guarded(
+        Guardrails(
+            tool_input=[
+                guardrail(
+                    "leaky",
+                    "tool_input",
+                    decide("block", "found sk-abc", metadata={"hit": "sk-abc"}),
+                )
+            ]
+        ),
+        secrets=["sk-abc"],
+    )
+    record = outcome.log.decisions[0]
+    assert record.reason == "found [REDACTED]"
+    assert record.metadata == {"hit": "[REDACTED]"}
+    assert "sk-abc" not in everything_emitted(outcome)
+
+
+# --- evaluate_guardrails directly --------------------------------------------------------------
+
+
+def guard_context(stage: str = "tool_input", value: Any = None) -> GuardrailContext:
+    return GuardrailContext(stage=stage, value=value, session_id="s1", run_id="r1")  # type: ignore[arg-type]
+
+
+async def test_evaluate_guardrails_with_no_guards_returns_nothing() -> None:
+    assert await evaluate_guardrails("tool_input", [], guard_context()) == ([], None)
+
+
+async def test_evaluate_guardrails_with_no_guards_ignores_a_bad_max_concurrency() -> None:
+    assert await evaluate_guardrails("tool_input", [], guard_context(), max_concurrency=0) == (
+        [],
+        None,
+    )
+
+
+async def test_evaluate_guardrails_returns_records_and_the_terminal_one() -> None:
+    records, terminal = await evaluate_guardrails(
+        "tool_input",
+        [
+            guardrail("a", "tool_input", decide("allow")),
+            guardrail("b", "tool_input", decide("block", "no")),
+            guardrail("c", "tool_input", decide("allow")),
+        ],
+        guard_context(),
+    )
+    assert [record.guardrail for record in records] == ["a", "b"]
+    assert terminal == GuardrailRecord(
+        guardrail="b", stage="tool_input", action="block", reason="no"
+    )
+
+
+async def test_evaluate_guardrails_all_allow_has_no_terminal_record() -> None:
+    records, terminal = await evaluate_guardrails(
+        "output",
+        [guardrail("a", "output", decide("allow")), guardrail("b", "output", decide("allow"))],
+        guard_context("output"),
+        max_concurrency=2,
+    )
+    assert [record.action for record in records] == ["allow", "allow"]
+    assert terminal is None
+
+
+async def test_evaluate_guardrails_applies_the_scrub_to_reasons() -> None:
+    records, _terminal = await evaluate_guardrails(
+        "tool_input",
+        [guardrail("a", "tool_input", decide("block", "secret words"))],
+        guard_context(),
+        scrub=lambda value: value.replace("secret", "***") if isinstance(value, str) else value,
+    )
+    assert records[0].reason == "*** words"
+
+
+@pytest.mark.parametrize("max_concurrency", [0, 17, True, 2.0])
+async def test_evaluate_guardrails_rejects_bad_max_concurrency(max_concurrency: Any) -> None:
+    with pytest.raises(ValueError, match="max_concurrency"):
+        await evaluate_guardrails(
+            "tool_input",
+            [guardrail("a", "tool_input", decide("allow"))],
+            guard_context(),
+            max_concurrency=max_concurrency,
+        )
+
+
+async def test_evaluate_guardrails_passes_the_context_through() -> None:
+    spy = GuardSpy()
+    context = guard_context("tool_output", value="payload")
+    await evaluate_guardrails("tool_output", [guardrail("a", "tool_output", spy)], context)
+    assert spy.contexts == [context]
