@@ -602,3 +602,50 @@ async def test_a_failing_async_sink_and_an_async_ledger_refusal() -> None:
             call(), registry=registry, context=context(), ledger=AsyncRefusingLedger()
         )
     assert len(spy.calls) == 1, "the refused started row stopped the second call"
+
+
+async def test_a_sync_host_progress_sink_works_without_events_or_ledger() -> None:
+    reports: list[Any] = []
+
+    async def tool_body(args: dict[str, Any], ctx: ToolExecutionContext) -> str:
+        await ctx.progress("half", {"pct": 50})
+        return "done"
+
+    registry = create_tool_registry([ToolDefinition(name="t", execute=tool_body)])
+    result = await dispatch_tool_call(
+        call("t"),
+        registry=registry,
+        context=context(progress=lambda value, metadata: reports.append((value, metadata))),
+    )
+    assert result.value == "done"
+    assert reports == [("half", {"pct": 50})]
+
+
+@pytest.mark.parametrize("with_audit", [False, True])
+async def test_blocked_results_say_why_in_metadata(with_audit: bool) -> None:
+    spy = Spy()
+    registry = create_tool_registry([ToolDefinition(name="echo", execute=spy)])
+    options: dict[str, Any] = {"emit": Recorder()} if with_audit else {}
+    result = await dispatch_tool_call(
+        call("missing"), registry=registry, context=context(), **options
+    )
+    assert result.metadata == {"blocked_reason": "unknown_tool"}
+    ok = await dispatch_tool_call(call(), registry=registry, context=context(), **options)
+    assert ok.metadata is None
+
+
+async def test_event_subject_helpers_find_the_call_on_every_event_type() -> None:
+    async def tool_body(args: dict[str, Any], ctx: ToolExecutionContext) -> None:
+        await ctx.progress(1)
+        raise RuntimeError("boom")
+
+    registry = create_tool_registry([ToolDefinition(name="t", execute=tool_body)])
+    recorder = Recorder()
+    for the_call in (call("t", call_id="a"), call("ghost", call_id="b")):
+        await dispatch_tool_call(the_call, registry=registry, context=context(), emit=recorder)
+    assert [(e.type, e.subject_call_id, e.subject_name) for e in recorder.events] == [
+        ("tool_execution_started", "a", "t"),
+        ("tool_execution_progress", "a", "t"),
+        ("tool_execution_error", "a", "t"),
+        ("tool_execution_blocked", "b", "ghost"),
+    ]

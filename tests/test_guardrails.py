@@ -674,3 +674,34 @@ async def test_evaluate_guardrails_passes_the_context_through() -> None:
     context = guard_context("tool_output", value="payload")
     await evaluate_guardrails("tool_output", [guardrail("a", "tool_output", spy)], context)
     assert spy.contexts == [context]
+
+
+async def test_a_blocking_guardrail_is_named_in_the_error_details() -> None:
+    from prism_tools import (
+        GuardrailDecision,
+        Guardrails,
+        ToolCall,
+        ToolDefinition,
+        ToolExecutionContext,
+        create_tool_registry,
+        dispatch_tool_call,
+        guardrail,
+    )
+
+    ran: list[str] = []
+    registry = create_tool_registry(
+        [ToolDefinition(name="rm", execute=lambda args, ctx: ran.append("rm"))]
+    )
+    hold = guardrail(
+        "legal_hold", "tool_input", lambda ctx: GuardrailDecision("block", reason="path on hold")
+    )
+    result = await dispatch_tool_call(
+        ToolCall(id="c", name="rm", arguments={}),
+        registry=registry,
+        context=ToolExecutionContext(session_id="s", run_id="r", tool_call_id="c"),
+        guardrails=Guardrails(tool_input=[hold]),
+    )
+    assert ran == []
+    assert result.error is not None
+    assert result.error.message == "Tool call blocked by guardrail"
+    assert result.error.details == {"guardrail": "legal_hold", "reason": "path on hold"}

@@ -255,7 +255,7 @@ class _Audit:
 
     async def blocked(self, call: ToolCall, reason: BlockedReason, error: ErrorInfo) -> ToolResult:
         error = self.scrub(error)
-        result = ToolResult(tool_call_id=call.id, name=call.name, error=error)
+        result = _blocked_result(call, reason, error)
         pending = self.event(
             AgentEvent(
                 type="tool_execution_blocked",
@@ -300,11 +300,18 @@ def _error_result(call: ToolCall, error: ErrorInfo) -> ToolResult:
     return ToolResult(tool_call_id=call.id, name=call.name, error=error)
 
 
+def _blocked_result(call: ToolCall, reason: BlockedReason, error: ErrorInfo) -> ToolResult:
+    # The reason rides along in metadata so a host can tell why without reading events.
+    return ToolResult(
+        tool_call_id=call.id, name=call.name, error=error, metadata={"blocked_reason": reason}
+    )
+
+
 async def _block(
     audit: _Audit | None, call: ToolCall, reason: BlockedReason, error: ErrorInfo
 ) -> ToolResult:
     if audit is None:
-        return _error_result(call, error)
+        return _blocked_result(call, reason, error)
     return await audit.blocked(call, reason, error)
 
 
@@ -354,6 +361,14 @@ async def _guard(
     if terminal is not None and terminal.action != "block":
         raise tripwire_error(terminal)
     return terminal
+
+
+def _guard_error(message: str, record: GuardrailRecord) -> ErrorInfo:
+    # The fixed message keeps the model from probing guardrails; the host sees which one and why.
+    details: dict[str, JSONValue] = {"guardrail": record.guardrail}
+    if record.reason is not None:
+        details["reason"] = record.reason
+    return ErrorInfo(message=message, details=details)
 
 
 def _middleware_reporter(
@@ -454,10 +469,12 @@ async def dispatch_tool_call(
     if middleware is not None and middleware.has("tool_call"):
         call = await middleware.run("tool_call", call, report=_middleware_reporter(audit))
 
-    if guardrails is not None and await _guard(
-        "tool_input", guardrails, call, call, context, audit
-    ):
-        return await _block(audit, call, "guardrail_blocked", ErrorInfo(message=TOOL_CALL_BLOCKED))
+    if guardrails is not None:
+        verdict = await _guard("tool_input", guardrails, call, call, context, audit)
+        if verdict is not None:
+            return await _block(
+                audit, call, "guardrail_blocked", _guard_error(TOOL_CALL_BLOCKED, verdict)
+            )
 
     name = call.name
     if type(name) is not str:
@@ -486,7 +503,12 @@ async def dispatch_tool_call(
             )
 
     acting = identity if identity is not None else context.identity
-    if audit is None and context.tool_call_id == call.id and acting is context.identity:
+    if (
+        audit is None
+        and context.tool_call_id == call.id
+        and acting is context.identity
+        and context.progress is ignore_progress
+    ):
         run_context = context  # nothing to wrap: the tool sees the caller's context as is
     else:
         run_context = ToolExecutionContext(
@@ -495,7 +517,7 @@ async def dispatch_tool_call(
             tool_call_id=call.id,
             signal=context.signal,
             metadata=context.metadata,
-            progress=context.progress if audit is None else _progress_reporter(audit, call),
+            progress=_progress_reporter(context, audit, call),
             identity=acting,
         )
 
@@ -572,12 +594,12 @@ async def dispatch_tool_call(
 
     if middleware is not None and middleware.has("tool_result"):
         result = await middleware.run("tool_result", result, report=_middleware_reporter(audit))
-    if guardrails is not None and await _guard(
-        "tool_output", guardrails, result, call, context, audit
-    ):
-        return await _block(
-            audit, call, "guardrail_blocked", ErrorInfo(message=TOOL_RESULT_BLOCKED)
-        )
+    if guardrails is not None:
+        verdict = await _guard("tool_output", guardrails, result, call, context, audit)
+        if verdict is not None:
+            return await _block(
+                audit, call, "guardrail_blocked", _guard_error(TOOL_RESULT_BLOCKED, verdict)
+            )
 
     if audit is None:
         return result
@@ -599,8 +621,11 @@ async def dispatch_tool_call(
     return result
 
 
-def _progress_reporter(audit: _Audit, call: ToolCall) -> Callable[..., Awaitable[None]]:
-    host = audit.context.progress
+def _progress_reporter(
+    context: ToolExecutionContext, audit: _Audit | None, call: ToolCall
+) -> Callable[..., Awaitable[None]]:
+    """The tool's ``context.progress``: always awaitable, whatever the host's sink is."""
+    host = context.progress
 
     async def progress(
         value: JSONValue = None, metadata: Mapping[str, JSONValue] | None = None
@@ -609,6 +634,8 @@ def _progress_reporter(audit: _Audit, call: ToolCall) -> Callable[..., Awaitable
             outcome = host(value, metadata)
             if _isawaitable(outcome):
                 await outcome
+        if audit is None:
+            return
         pending = audit.event(
             AgentEvent(
                 type="tool_execution_progress",

@@ -282,6 +282,22 @@ class AgentEvent:
     record: Any = None
     data: Mapping[str, JSONValue] | None = None
 
+    @property
+    def subject_call_id(self) -> str | None:
+        """The tool call this event is about, wherever the event type keeps it."""
+        for holder in (self.call, self.result):
+            if holder is not None:
+                return holder.id if isinstance(holder, ToolCall) else holder.tool_call_id
+        return self.tool_call_id
+
+    @property
+    def subject_name(self) -> str | None:
+        """The tool this event is about, wherever the event type keeps it."""
+        for holder in (self.call, self.result):
+            if holder is not None:
+                return holder.name
+        return self.name if self.name is not None else self.tool_name
+
     def to_dict(self) -> dict[str, JSONValue]:
         out = _compact(self, frozenset(("data",)))
         if self.data:
