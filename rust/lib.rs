@@ -7,6 +7,7 @@
 
 pub mod errors;
 pub mod filter;
+pub mod guards;
 pub mod redact;
 pub mod registry;
 

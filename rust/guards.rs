@@ -1,0 +1,779 @@
+//! Guards that run before any JSON parse, schema compile or validation.
+//!
+//! Arguments: `scan_json` checks byte size and container depth in one pass over the raw bytes,
+//! tracking strings and escapes, with no recursion, so a 100,000-deep `[[[[...` is refused in
+//! linear time without touching the parser.
+//!
+//! Schemas: `check_schema` walks a parsed schema with an explicit stack and enforces, in one
+//! pass: depth, the number of object keys (keywords and property names), the number of `$ref`
+//! and `$dynamicRef`, that every reference is fragment-local (`#...`), that no key is
+//! `__proto__`, `constructor` or `prototype`, and that no reference chain made only of aliases
+//! (schemas that are nothing but a `$ref`) loops back on itself. Recursion through
+//! `properties`, `items` and the like is legitimate and allowed: argument depth bounds it.
+
+use std::fmt;
+
+use ahash::{AHashMap, AHashSet};
+use serde_json::Value;
+
+/// Keys refused anywhere in a schema: they poison prototype chains in JavaScript consumers.
+pub const FORBIDDEN_KEYS: [&str; 3] = ["__proto__", "constructor", "prototype"];
+
+/// One limit: its default and the hard ceiling a caller may raise it to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit {
+    pub name: &'static str,
+    pub default: usize,
+    pub ceiling: usize,
+}
+
+pub const MAX_SCHEMA_BYTES: Limit = Limit {
+    name: "max_schema_bytes",
+    default: 262_144,
+    ceiling: 4 * 1024 * 1024,
+};
+pub const MAX_SCHEMA_DEPTH: Limit = Limit {
+    name: "max_schema_depth",
+    default: 64,
+    ceiling: 256,
+};
+pub const MAX_SCHEMA_KEYWORDS: Limit = Limit {
+    name: "max_schema_keywords",
+    default: 10_000,
+    ceiling: 100_000,
+};
+pub const MAX_REFS: Limit = Limit {
+    name: "max_refs",
+    default: 128,
+    ceiling: 1024,
+};
+pub const MAX_COMPILED_SCHEMAS: Limit = Limit {
+    name: "max_compiled_schemas",
+    default: 256,
+    ceiling: 65_536,
+};
+pub const MAX_ARGUMENT_BYTES: Limit = Limit {
+    name: "max_argument_bytes",
+    default: 1024 * 1024,
+    ceiling: 64 * 1024 * 1024,
+};
+pub const MAX_ARGUMENT_DEPTH: Limit = Limit {
+    name: "max_argument_depth",
+    default: 64,
+    ceiling: 256,
+};
+
+/// Every limit, in a fixed order (the order of `Limits` fields).
+pub const ALL_LIMITS: [Limit; 7] = [
+    MAX_SCHEMA_BYTES,
+    MAX_SCHEMA_DEPTH,
+    MAX_SCHEMA_KEYWORDS,
+    MAX_REFS,
+    MAX_COMPILED_SCHEMAS,
+    MAX_ARGUMENT_BYTES,
+    MAX_ARGUMENT_DEPTH,
+];
+
+/// The limits in force for one validator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Limits {
+    pub max_schema_bytes: usize,
+    pub max_schema_depth: usize,
+    pub max_schema_keywords: usize,
+    pub max_refs: usize,
+    pub max_compiled_schemas: usize,
+    pub max_argument_bytes: usize,
+    pub max_argument_depth: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_schema_bytes: MAX_SCHEMA_BYTES.default,
+            max_schema_depth: MAX_SCHEMA_DEPTH.default,
+            max_schema_keywords: MAX_SCHEMA_KEYWORDS.default,
+            max_refs: MAX_REFS.default,
+            max_compiled_schemas: MAX_COMPILED_SCHEMAS.default,
+            max_argument_bytes: MAX_ARGUMENT_BYTES.default,
+            max_argument_depth: MAX_ARGUMENT_DEPTH.default,
+        }
+    }
+}
+
+impl Limits {
+    /// Sets one limit by name; a value of zero or above its ceiling is refused, never clamped.
+    pub fn set(&mut self, name: &str, value: usize) -> Result<(), String> {
+        let limit = ALL_LIMITS
+            .iter()
+            .find(|limit| limit.name == name)
+            .ok_or_else(|| format!("unknown limit {name:?}"))?;
+        if value == 0 || value > limit.ceiling {
+            return Err(format!(
+                "{name} must be from 1 to {}, got {value}",
+                limit.ceiling
+            ));
+        }
+        let slot = match name {
+            "max_schema_bytes" => &mut self.max_schema_bytes,
+            "max_schema_depth" => &mut self.max_schema_depth,
+            "max_schema_keywords" => &mut self.max_schema_keywords,
+            "max_refs" => &mut self.max_refs,
+            "max_compiled_schemas" => &mut self.max_compiled_schemas,
+            "max_argument_bytes" => &mut self.max_argument_bytes,
+            _ => &mut self.max_argument_depth,
+        };
+        *slot = value;
+        Ok(())
+    }
+}
+
+/// Why a guard refused its input. `code` is stable; `Display` is model- and human-readable and
+/// never quotes argument values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GuardViolation {
+    ArgumentsTooLarge { bytes: usize, limit: usize },
+    ArgumentsTooDeep { limit: usize },
+    SchemaTooLarge { bytes: usize, limit: usize },
+    SchemaTooDeep { limit: usize, path: String },
+    TooManyKeywords { limit: usize },
+    TooManyRefs { limit: usize },
+    RefNotAllowed { reference: String, path: String },
+    RefCycle { path: String },
+    ForbiddenKey { key: String, path: String },
+    NonFiniteNumber { path: String },
+    InvalidSchema { reason: String },
+}
+
+impl GuardViolation {
+    /// A stable, machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::ArgumentsTooLarge { .. } => "arguments_too_large",
+            Self::ArgumentsTooDeep { .. } => "arguments_too_deep",
+            Self::SchemaTooLarge { .. } => "schema_too_large",
+            Self::SchemaTooDeep { .. } => "schema_too_deep",
+            Self::TooManyKeywords { .. } => "schema_too_many_keywords",
+            Self::TooManyRefs { .. } => "schema_too_many_refs",
+            Self::RefNotAllowed { .. } => "schema_ref_not_allowed",
+            Self::RefCycle { .. } => "schema_ref_cycle",
+            Self::ForbiddenKey { .. } => "schema_forbidden_key",
+            Self::NonFiniteNumber { .. } => "schema_non_finite_number",
+            Self::InvalidSchema { .. } => "schema_invalid",
+        }
+    }
+}
+
+/// Cuts text for an error message to at most `max` bytes on a character boundary.
+pub fn excerpt(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &text[..end])
+}
+
+impl fmt::Display for GuardViolation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ArgumentsTooLarge { bytes, limit } => write!(
+                f,
+                "tool arguments are {bytes} bytes, more than max_argument_bytes={limit}"
+            ),
+            Self::ArgumentsTooDeep { limit } => {
+                write!(
+                    f,
+                    "tool arguments nest deeper than max_argument_depth={limit}"
+                )
+            }
+            Self::SchemaTooLarge { bytes, limit } => {
+                write!(
+                    f,
+                    "schema is {bytes} bytes, more than max_schema_bytes={limit}"
+                )
+            }
+            Self::SchemaTooDeep { limit, path } => {
+                write!(
+                    f,
+                    "schema nests deeper than max_schema_depth={limit} at {path}"
+                )
+            }
+            Self::TooManyKeywords { limit } => {
+                write!(
+                    f,
+                    "schema has more than max_schema_keywords={limit} keywords and properties"
+                )
+            }
+            Self::TooManyRefs { limit } => {
+                write!(f, "schema has more than max_refs={limit} references")
+            }
+            Self::RefNotAllowed { reference, path } => write!(
+                f,
+                "schema reference {:?} at {path} is not local; only \"#...\" references are allowed",
+                excerpt(reference, 120)
+            ),
+            Self::RefCycle { path } => {
+                write!(
+                    f,
+                    "schema references at {path} only alias each other in a cycle"
+                )
+            }
+            Self::ForbiddenKey { key, path } => {
+                write!(f, "schema key {key:?} at {path} is not allowed")
+            }
+            Self::NonFiniteNumber { path } => {
+                write!(f, "schema holds a number that is not finite at {path}")
+            }
+            Self::InvalidSchema { reason } => write!(f, "schema is not valid: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for GuardViolation {}
+
+/// Checks size and container depth of raw JSON bytes in one non-recursive pass.
+///
+/// Brackets inside strings do not count. The scan does not validate JSON: the parser does that
+/// afterwards, on input the scan has already bounded.
+pub fn scan_json(data: &[u8], max_bytes: usize, max_depth: usize) -> Result<(), GuardViolation> {
+    if data.len() > max_bytes {
+        return Err(GuardViolation::ArgumentsTooLarge {
+            bytes: data.len(),
+            limit: max_bytes,
+        });
+    }
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &byte in data {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if byte == b'\\' {
+                escaped = true;
+            } else if byte == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max_depth {
+                    return Err(GuardViolation::ArgumentsTooDeep { limit: max_depth });
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// What `check_schema` learned while checking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SchemaStats {
+    pub depth: usize,
+    pub keywords: usize,
+    pub refs: usize,
+}
+
+/// Keywords whose value is one subschema.
+const SCHEMA_KEYWORDS: [&str; 12] = [
+    "additionalItems",
+    "additionalProperties",
+    "contains",
+    "contentSchema",
+    "else",
+    "if",
+    "items",
+    "not",
+    "propertyNames",
+    "then",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+];
+/// Keywords whose value is an array of subschemas.
+const SCHEMA_ARRAY_KEYWORDS: [&str; 5] = ["allOf", "anyOf", "oneOf", "prefixItems", "items"];
+/// Keywords whose value maps names to subschemas.
+const SCHEMA_MAP_KEYWORDS: [&str; 6] = [
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+    "patternProperties",
+    "properties",
+    "dependencies",
+];
+/// Keywords that make a schema more than an alias when they sit beside `$ref`.
+const ANNOTATION_KEYWORDS: [&str; 11] = [
+    "$anchor",
+    "$dynamicAnchor",
+    "$comment",
+    "$defs",
+    "definitions",
+    "description",
+    "title",
+    "examples",
+    "default",
+    "deprecated",
+    "$schema",
+];
+
+fn pointer_token(token: &str) -> String {
+    token.replace('~', "~0").replace('/', "~1")
+}
+
+fn is_reference_key(key: &str) -> bool {
+    key == "$ref" || key == "$dynamicRef"
+}
+
+/// Decodes the percent escapes of a URI fragment (`%25` -> `%`); malformed escapes stay as is.
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        if bytes[index] == b'%' && index + 2 < bytes.len() {
+            let hex = std::str::from_utf8(&bytes[index + 1..index + 3]).ok();
+            if let Some(value) = hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                out.push(value);
+                index += 3;
+                continue;
+            }
+        }
+        out.push(bytes[index]);
+        index += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Checks a parsed schema against every schema guard (see the module doc).
+pub fn check_schema(schema: &Value, limits: &Limits) -> Result<SchemaStats, GuardViolation> {
+    let mut walker = Walker {
+        limits,
+        stats: SchemaStats::default(),
+        anchors: AHashMap::new(),
+        aliases: Vec::new(),
+        stack: vec![Frame {
+            node: schema,
+            depth: 1,
+            path: String::new(),
+            is_schema: true,
+        }],
+    };
+    while let Some(frame) = walker.stack.pop() {
+        walker.visit(frame)?;
+    }
+    check_alias_cycles(schema, &walker.anchors, &walker.aliases)?;
+    Ok(walker.stats)
+}
+
+/// One node waiting to be checked.
+struct Frame<'a> {
+    node: &'a Value,
+    depth: usize,
+    /// JSON pointer of the node, for messages.
+    path: String,
+    /// Whether the node sits where a schema is expected (so `$ref` there is a reference).
+    is_schema: bool,
+}
+
+/// An alias: a schema that is nothing but a `$ref` (plus annotations).
+struct Alias<'a> {
+    node: &'a Value,
+    reference: &'a str,
+    path: String,
+}
+
+struct Walker<'a, 'l> {
+    limits: &'l Limits,
+    stats: SchemaStats,
+    anchors: AHashMap<String, &'a Value>,
+    aliases: Vec<Alias<'a>>,
+    stack: Vec<Frame<'a>>,
+}
+
+impl<'a> Walker<'a, '_> {
+    fn enter(&mut self, depth: usize, path: &str) -> Result<(), GuardViolation> {
+        self.stats.depth = self.stats.depth.max(depth);
+        if depth > self.limits.max_schema_depth {
+            let path = if path.is_empty() {
+                "/".to_owned()
+            } else {
+                path.to_owned()
+            };
+            return Err(GuardViolation::SchemaTooDeep {
+                limit: self.limits.max_schema_depth,
+                path,
+            });
+        }
+        Ok(())
+    }
+
+    fn count_keys(
+        &mut self,
+        map: &serde_json::Map<String, Value>,
+        path: &str,
+    ) -> Result<(), GuardViolation> {
+        self.stats.keywords += map.len();
+        if self.stats.keywords > self.limits.max_schema_keywords {
+            return Err(GuardViolation::TooManyKeywords {
+                limit: self.limits.max_schema_keywords,
+            });
+        }
+        if let Some(key) = map
+            .keys()
+            .find(|key| FORBIDDEN_KEYS.contains(&key.as_str()))
+        {
+            return Err(GuardViolation::ForbiddenKey {
+                key: key.clone(),
+                path: format!("{path}/{}", pointer_token(key)),
+            });
+        }
+        Ok(())
+    }
+
+    fn visit(&mut self, frame: Frame<'a>) -> Result<(), GuardViolation> {
+        let Frame {
+            node,
+            depth,
+            path,
+            is_schema,
+        } = frame;
+        match node {
+            Value::Number(number) if number.as_f64().is_some_and(|value| !value.is_finite()) => {
+                Err(GuardViolation::NonFiniteNumber { path })
+            }
+            Value::Array(items) => {
+                self.enter(depth, &path)?;
+                for (index, item) in items.iter().enumerate() {
+                    let path = format!("{path}/{index}");
+                    self.stack.push(Frame {
+                        node: item,
+                        depth: depth + 1,
+                        path,
+                        is_schema: false,
+                    });
+                }
+                Ok(())
+            }
+            Value::Object(map) => {
+                self.enter(depth, &path)?;
+                self.count_keys(map, &path)?;
+                if is_schema {
+                    self.visit_schema_object(map, &path, node)?;
+                }
+                for (key, item) in map {
+                    self.push_member(key, item, depth, &path, is_schema)?;
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Queues one member of an object, knowing which keywords hold subschemas.
+    fn push_member(
+        &mut self,
+        key: &str,
+        item: &'a Value,
+        depth: usize,
+        path: &str,
+        is_schema: bool,
+    ) -> Result<(), GuardViolation> {
+        let child_path = format!("{path}/{}", pointer_token(key));
+        if is_schema && SCHEMA_MAP_KEYWORDS.contains(&key) {
+            if let Value::Object(entries) = item {
+                self.enter(depth + 1, &child_path)?;
+                self.count_keys(entries, &child_path)?;
+                for (name, sub) in entries {
+                    let path = format!("{child_path}/{}", pointer_token(name));
+                    // `dependencies` may map a name to an array of names (draft 7): not a schema.
+                    let is_schema = sub.is_object() || sub.is_boolean();
+                    self.stack.push(Frame {
+                        node: sub,
+                        depth: depth + 2,
+                        path,
+                        is_schema,
+                    });
+                }
+                return Ok(());
+            }
+        }
+        if is_schema && SCHEMA_ARRAY_KEYWORDS.contains(&key) {
+            if let Value::Array(entries) = item {
+                self.enter(depth + 1, &child_path)?;
+                for (index, sub) in entries.iter().enumerate() {
+                    let path = format!("{child_path}/{index}");
+                    self.stack.push(Frame {
+                        node: sub,
+                        depth: depth + 2,
+                        path,
+                        is_schema: true,
+                    });
+                }
+                return Ok(());
+            }
+        }
+        let is_schema = is_schema && SCHEMA_KEYWORDS.contains(&key);
+        self.stack.push(Frame {
+            node: item,
+            depth: depth + 1,
+            path: child_path,
+            is_schema,
+        });
+        Ok(())
+    }
+
+    fn visit_schema_object(
+        &mut self,
+        map: &'a serde_json::Map<String, Value>,
+        path: &str,
+        node: &'a Value,
+    ) -> Result<(), GuardViolation> {
+        for anchor_key in ["$anchor", "$dynamicAnchor"] {
+            if let Some(Value::String(name)) = map.get(anchor_key) {
+                self.anchors.entry(name.clone()).or_insert(node);
+            }
+        }
+        let mut alias_of = None;
+        for (key, value) in map {
+            let Value::String(reference) = value else {
+                continue;
+            };
+            if !is_reference_key(key) {
+                continue;
+            }
+            self.stats.refs += 1;
+            if self.stats.refs > self.limits.max_refs {
+                return Err(GuardViolation::TooManyRefs {
+                    limit: self.limits.max_refs,
+                });
+            }
+            if !reference.starts_with('#') {
+                return Err(GuardViolation::RefNotAllowed {
+                    reference: reference.clone(),
+                    path: format!("{path}/{}", pointer_token(key)),
+                });
+            }
+            if key == "$ref" {
+                alias_of = Some(reference.as_str());
+            }
+        }
+        let only_alias = map
+            .keys()
+            .all(|key| key == "$ref" || ANNOTATION_KEYWORDS.contains(&key.as_str()));
+        if let (Some(reference), true) = (alias_of, only_alias) {
+            let path = if path.is_empty() {
+                "/".to_owned()
+            } else {
+                path.to_owned()
+            };
+            self.aliases.push(Alias {
+                node,
+                reference,
+                path,
+            });
+        }
+        Ok(())
+    }
+}
+
+fn resolve_fragment<'a>(
+    root: &'a Value,
+    anchors: &AHashMap<String, &'a Value>,
+    reference: &str,
+) -> Option<&'a Value> {
+    let fragment = percent_decode(reference.strip_prefix('#')?);
+    if fragment.is_empty() {
+        return Some(root);
+    }
+    if fragment.starts_with('/') {
+        return root.pointer(&fragment);
+    }
+    anchors.get(&fragment).copied()
+}
+
+fn check_alias_cycles<'a>(
+    root: &'a Value,
+    anchors: &AHashMap<String, &'a Value>,
+    aliases: &[Alias<'a>],
+) -> Result<(), GuardViolation> {
+    let by_node: AHashMap<*const Value, &str> = aliases
+        .iter()
+        .map(|alias| (std::ptr::from_ref(alias.node), alias.reference))
+        .collect();
+    for alias in aliases {
+        let mut seen: AHashSet<*const Value> = AHashSet::new();
+        let mut current: *const Value = std::ptr::from_ref(alias.node);
+        while let Some(reference) = by_node.get(&current) {
+            if !seen.insert(current) {
+                return Err(GuardViolation::RefCycle {
+                    path: alias.path.clone(),
+                });
+            }
+            match resolve_fragment(root, anchors, reference) {
+                Some(target) => current = std::ptr::from_ref(target),
+                None => break,
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn check(schema: &Value) -> Result<SchemaStats, GuardViolation> {
+        check_schema(schema, &Limits::default())
+    }
+
+    #[test]
+    fn deep_brackets_are_refused_without_recursion() {
+        let deep = "[".repeat(100_000);
+        assert_eq!(
+            scan_json(deep.as_bytes(), usize::MAX, 64),
+            Err(GuardViolation::ArgumentsTooDeep { limit: 64 })
+        );
+    }
+
+    #[test]
+    fn brackets_inside_strings_do_not_count() {
+        let text = format!("{{\"a\": \"{}\\\"[[[\"}}", "[".repeat(500));
+        assert_eq!(scan_json(text.as_bytes(), usize::MAX, 2), Ok(()));
+        assert!(scan_json(b"[[[1]]]", 100, 2).is_err());
+        assert!(scan_json(b"[[1]]", 100, 2).is_ok());
+    }
+
+    #[test]
+    fn size_is_checked_first() {
+        assert_eq!(
+            scan_json(b"{\"a\":1}", 3, 64),
+            Err(GuardViolation::ArgumentsTooLarge { bytes: 7, limit: 3 })
+        );
+    }
+
+    #[test]
+    fn remote_and_relative_refs_are_refused() {
+        for reference in [
+            "http://127.0.0.1:1/x",
+            "https://example.com/s",
+            "file:///etc/passwd",
+            "urn:x",
+            "other.json",
+            "other.json#/a",
+        ] {
+            let schema = json!({"properties": {"a": {"$ref": reference}}});
+            let err = check(&schema).unwrap_err();
+            assert_eq!(err.code(), "schema_ref_not_allowed", "{reference}");
+            assert!(err.to_string().contains("/properties/a/$ref"));
+        }
+        let dynamic = json!({"$dynamicRef": "https://example.com/s"});
+        assert_eq!(
+            check(&dynamic).unwrap_err().code(),
+            "schema_ref_not_allowed"
+        );
+    }
+
+    #[test]
+    fn local_refs_and_recursion_through_properties_pass() {
+        let tree = json!({
+            "type": "object",
+            "properties": {"value": {"type": "number"}, "children": {"type": "array", "items": {"$ref": "#"}}},
+            "$defs": {"leaf": {"$ref": "#/$defs/node"}, "node": {"type": "string"}}
+        });
+        let stats = check(&tree).unwrap();
+        assert_eq!(stats.refs, 2);
+    }
+
+    #[test]
+    fn alias_cycles_are_refused() {
+        let cycle = json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"});
+        assert_eq!(check(&cycle).unwrap_err().code(), "schema_ref_cycle");
+        let self_alias = json!({"$ref": "#"});
+        assert_eq!(check(&self_alias).unwrap_err().code(), "schema_ref_cycle");
+        let anchored = json!({"$defs": {"a": {"$anchor": "x", "$ref": "#x"}}});
+        assert_eq!(check(&anchored).unwrap_err().code(), "schema_ref_cycle");
+    }
+
+    #[test]
+    fn a_property_named_ref_is_not_a_reference() {
+        let schema = json!({"properties": {"$ref": {"type": "string"}}});
+        assert_eq!(check(&schema).unwrap().refs, 0);
+        let in_enum = json!({"enum": [{"$ref": "https://example.com"}]});
+        assert_eq!(check(&in_enum).unwrap().refs, 0);
+    }
+
+    #[test]
+    fn forbidden_keys_are_refused_anywhere() {
+        for schema in [
+            json!({"__proto__": {}}),
+            json!({"properties": {"constructor": {"type": "string"}}}),
+            json!({"enum": [{"prototype": 1}]}),
+        ] {
+            assert_eq!(check(&schema).unwrap_err().code(), "schema_forbidden_key");
+        }
+    }
+
+    #[test]
+    fn depth_keywords_and_refs_have_limits() {
+        let mut deep = json!({"type": "string"});
+        for _ in 0..70 {
+            deep = json!({"items": deep});
+        }
+        assert_eq!(check(&deep).unwrap_err().code(), "schema_too_deep");
+        let many: serde_json::Map<String, Value> =
+            (0..10_001).map(|i| (format!("p{i}"), json!({}))).collect();
+        assert_eq!(
+            check(&json!({"properties": many})).unwrap_err().code(),
+            "schema_too_many_keywords"
+        );
+        let refs: serde_json::Map<String, Value> = (0..129)
+            .map(|i| (format!("p{i}"), json!({"$ref": "#/$defs/x"})))
+            .collect();
+        let schema = json!({"properties": refs, "$defs": {"x": {"type": "string"}}});
+        assert_eq!(check(&schema).unwrap_err().code(), "schema_too_many_refs");
+    }
+
+    #[test]
+    fn limits_refuse_zero_and_values_above_the_ceiling() {
+        let mut limits = Limits::default();
+        assert!(limits.set("max_refs", 0).is_err());
+        assert!(limits.set("max_refs", 1025).is_err());
+        assert!(limits.set("max_refs", 1024).is_ok());
+        assert_eq!(limits.max_refs, 1024);
+        assert!(limits.set("max_nothing", 1).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn scan_depth_matches_a_model(text in "[\\[\\]{}\"\\\\a]{0,60}") {
+            // Model: depth of brackets outside strings, computed the slow obvious way.
+            let mut depth = 0usize;
+            let mut deepest = 0usize;
+            let mut in_string = false;
+            let mut chars = text.chars();
+            while let Some(c) = chars.next() {
+                if in_string {
+                    if c == '\\' { chars.next(); } else if c == '"' { in_string = false; }
+                    continue;
+                }
+                match c {
+                    '"' => in_string = true,
+                    '[' | '{' => { depth += 1; deepest = deepest.max(depth); }
+                    ']' | '}' => depth = depth.saturating_sub(1),
+                    _ => {}
+                }
+            }
+            for limit in 1..8 {
+                prop_assert_eq!(scan_json(text.as_bytes(), usize::MAX, limit).is_ok(), deepest <= limit);
+            }
+        }
+    }
+}
