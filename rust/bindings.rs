@@ -27,6 +27,18 @@ pyo3::create_exception!(
     PrismError,
     "A tool name registered twice under the \"error\" policy."
 );
+pyo3::create_exception!(
+    _core,
+    SchemaGuardError,
+    PrismError,
+    "A JSON Schema exceeded a guard limit, used something refused, or could not be compiled."
+);
+pyo3::create_exception!(
+    _core,
+    ArgumentsError,
+    PrismError,
+    "Tool argument text that is not one JSON object within the limits."
+);
 
 impl From<CoreError> for PyErr {
     fn from(err: CoreError) -> Self {
@@ -85,7 +97,7 @@ fn names_from(value: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Vec<Str
     Ok(names)
 }
 
-fn type_name(value: &Bound<'_, PyAny>) -> String {
+pub(crate) fn type_name(value: &Bound<'_, PyAny>) -> String {
     value
         .get_type()
         .name()
@@ -386,5 +398,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyRegistry>()?;
     m.add_class::<PyToolFilter>()?;
     m.add_class::<PySecretMatcher>()?;
+    m.add("SchemaGuardError", py.get_type::<SchemaGuardError>())?;
+    m.add("ArgumentsError", py.get_type::<ArgumentsError>())?;
+    m.add_class::<crate::bindings_schema::PySchemaValidator>()?;
+    m.add_function(pyo3::wrap_pyfunction!(
+        crate::bindings_schema::limit_table,
+        m
+    )?)?;
     Ok(())
 }

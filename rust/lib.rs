@@ -10,6 +10,9 @@ pub mod filter;
 pub mod guards;
 pub mod redact;
 pub mod registry;
+pub mod schema;
 
 #[cfg(feature = "python")]
 mod bindings;
+#[cfg(feature = "python")]
+mod bindings_schema;

@@ -175,7 +175,7 @@ async def test_arguments_error_passes_through_verbatim() -> None:
     assert_blocked_once(spy, recorder, ledger, "invalid_arguments")
 
 
-@pytest.mark.parametrize("arguments", [None, [], [1], "text", 3, 2.5, True, {1: "a"}, ("a",)])
+@pytest.mark.parametrize("arguments", [None, [], [1], 3, 2.5, True, {1: "a"}, ("a",), {"a"}])
 async def test_non_object_arguments_are_blocked_before_policy_and_validation(
     arguments: Any,
 ) -> None:
@@ -649,3 +649,43 @@ async def test_event_subject_helpers_find_the_call_on_every_event_type() -> None
         ("tool_execution_error", "a", "t"),
         ("tool_execution_blocked", "b", "ghost"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"city": "Paris"', "Tool arguments are not valid JSON"),
+        ("[1, 2]", "Tool arguments must be a JSON object"),
+        ("[" * 100_000, "max_argument_depth=64"),
+        (b"\xff\xfe", "Tool arguments are not valid JSON"),
+        ('{"a": 1} trailing', "Tool arguments are not valid JSON"),
+    ],
+)
+async def test_raw_argument_text_that_is_not_an_object_is_blocked(
+    text: str | bytes, message: str
+) -> None:
+    spy = Spy()
+    result, recorder, ledger = await run(spy, ToolCall(id="call_1", name="echo", arguments=text))
+    assert result.error is not None
+    assert message in result.error.message
+    assert result.error.code == "invalid_json_arguments"
+    assert_blocked_once(spy, recorder, ledger, "invalid_arguments")
+
+
+@pytest.mark.parametrize(
+    "text", ['{"city": "Paris", "n": [1, 2.5, null]}', b'{"city": "Paris", "n": [1, 2.5, null]}']
+)
+async def test_raw_argument_text_is_parsed_before_the_tool_runs(text: str | bytes) -> None:
+    spy = Spy()
+    result, _, ledger = await run(spy, ToolCall(id="call_1", name="echo", arguments=text))
+    assert result.error is None
+    assert spy.calls[0][0] == {"city": "Paris", "n": [1, 2.5, None]}
+    assert ledger.records[0].arguments == {"city": "Paris", "n": [1, 2.5, None]}
+
+
+@pytest.mark.parametrize("text", ["", "   \n"])
+async def test_empty_argument_text_is_an_empty_object(text: str) -> None:
+    spy = Spy()
+    result, _, _ = await run(spy, ToolCall(id="call_1", name="echo", arguments=text))
+    assert result.error is None
+    assert spy.calls[0][0] == {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import given
@@ -42,6 +43,7 @@ def deep(levels: int) -> Any:
 
 hostile_arguments = (
     json_like
+    | st.sampled_from(["{}", '{"a": 1}', " ", "[1]", '{"a":', "null", '{"a": NaN}'])
     | st.builds(lambda size: {"blob": "x" * size}, st.integers(0, 2_000_000))
     | st.builds(deep, st.integers(1, 3000))
     | st.builds(lambda levels: {"deep": deep(levels)}, st.integers(1, 3000))
@@ -51,6 +53,19 @@ names = (
     | st.text(max_size=20)
     | (st.integers() | st.none())
 )
+
+
+def parsed_text(text: str) -> Any:
+    """What raw argument text should become: the JSON it holds, {} when blank, None if bad."""
+    if not text.strip(" \t\n\r"):
+        return {}
+    def refuse(constant: str) -> Any:
+        raise ValueError(f"{constant} is not JSON")
+
+    try:
+        return json.loads(text, parse_constant=refuse)
+    except ValueError:
+        return None
 
 
 class Counter:
@@ -87,14 +102,15 @@ async def test_dispatch_never_raises_and_never_runs_a_blocked_call(
         ledger=ledger,
     )
     assert denied.runs == []
+    parsed = parsed_text(arguments) if isinstance(arguments, str) else arguments
     should_run = (
         name == "echo"
         and arguments_error is None
-        and type(arguments) is dict
-        and all(type(key) is str for key in arguments)
+        and type(parsed) is dict
+        and all(type(key) is str for key in parsed)
     )
     if should_run:
-        assert echo.runs == [arguments]
+        assert echo.runs == [parsed]
         assert result.error is None
         assert [row.status for row in ledger.records] == ["started", "finished"]
     else:

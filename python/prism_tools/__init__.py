@@ -18,6 +18,7 @@ except ImportError as err:  # pragma: no cover - depends on the installed wheel
 from prism_tools._core import ToolFilter
 from prism_tools.dispatch import ARGUMENTS_NOT_OBJECT, dispatch_tool_call, error_info
 from prism_tools.errors import (
+    ArgumentsError,
     DuplicateToolError,
     GuardrailTripwire,
     IdentityError,
@@ -78,6 +79,17 @@ from prism_tools.types import (
     ToolExecutionContext,
     ToolResult,
 )
+from prism_tools.validation import (
+    ArgumentIssue,
+    JsonSchemaAdapter,
+    ToolArgumentValidator,
+    ToolParameterValidator,
+    check_schema,
+    create_json_schema_adapter,
+    create_json_schema_tool_argument_validator,
+    create_tool_parameter_validator,
+    parse_tool_arguments,
+)
 
 __version__: str = _core.__version__
 
@@ -86,6 +98,8 @@ __all__ = [
     "BLOCKED_REASONS",
     "AgentEvent",
     "AgentIdentity",
+    "ArgumentIssue",
+    "ArgumentsError",
     "ContributionRegistries",
     "DuplicateToolError",
     "ErrorInfo",
@@ -99,6 +113,7 @@ __all__ = [
     "IdentityError",
     "InMemoryRunLedger",
     "JSONValue",
+    "JsonSchemaAdapter",
     "LedgerWriteError",
     "MiddlewareError",
     "MiddlewareRegistry",
@@ -113,11 +128,13 @@ __all__ = [
     "RunLimitError",
     "SchemaGuardError",
     "SecretRedactor",
+    "ToolArgumentValidator",
     "ToolCall",
     "ToolCallRecord",
     "ToolDefinition",
     "ToolExecutionContext",
     "ToolFilter",
+    "ToolParameterValidator",
     "ToolRegistry",
     "ToolResult",
     "ToolScopeError",
@@ -127,16 +144,21 @@ __all__ = [
     "TrustRequest",
     "UnknownToolError",
     "__version__",
+    "check_schema",
     "compile_filter",
     "create_contribution_registries",
+    "create_json_schema_adapter",
+    "create_json_schema_tool_argument_validator",
     "create_middleware_registry",
     "create_secret_redactor",
     "create_static_permission_policy",
     "create_static_trust_policy",
+    "create_tool_parameter_validator",
     "create_tool_registry",
     "dispatch_tool_call",
     "error_info",
     "filter_tools",
     "guardrail",
+    "parse_tool_arguments",
     "redact_run_ledger_record",
 ]

@@ -6,12 +6,16 @@ from typing import Final, final
 __all__ = [
     "CHECK_DENIED",
     "CHECK_UNKNOWN",
+    "ArgumentsError",
     "DuplicateToolError",
     "PrismError",
     "Registry",
+    "SchemaGuardError",
+    "SchemaValidator",
     "SecretMatcher",
     "ToolFilter",
     "__version__",
+    "limit_table",
 ]
 
 __version__: Final[str]
@@ -25,6 +29,18 @@ class PrismError(Exception):
 
 class DuplicateToolError(PrismError):
     """A tool name registered twice under the "error" policy."""
+
+class SchemaGuardError(PrismError):
+    """A JSON Schema exceeded a guard limit, used something refused, or could not be compiled."""
+
+    @property
+    def reason(self) -> str | None: ...
+
+class ArgumentsError(PrismError):
+    """Tool argument text that is not one JSON object within the limits."""
+
+    @property
+    def reason(self) -> str | None: ...
 
 @final
 class Registry:
@@ -78,3 +94,27 @@ class SecretMatcher:
     @property
     def replacement(self) -> str: ...
     def __len__(self) -> int: ...
+
+Issue = tuple[str, str, str]
+"""``(path, keyword, message)`` of one validation problem."""
+
+@final
+class SchemaValidator:
+    """Schema guards, a compiled-schema LRU and argument parsing under one set of limits."""
+
+    def __new__(cls, **limits: int) -> SchemaValidator: ...
+    @property
+    def limits_dict(self) -> list[tuple[str, int]]: ...
+    def compile(self, schema: object) -> int:
+        """Guards, compiles (or finds) and returns the cache key; raises ``SchemaGuardError``."""
+    def validate(self, key: int, instance: object, max_issues: int = 64) -> list[Issue] | None:
+        """Issues (empty when valid), or None when the validator was evicted."""
+    def parse(self, text: str | bytes) -> dict[str, object]:
+        """Guarded parse of argument text; raises ``ArgumentsError``."""
+    def parse_and_validate(
+        self, key: int, text: str | bytes, max_issues: int = 64
+    ) -> tuple[dict[str, object], list[Issue] | None]: ...
+    def cache_info(self) -> tuple[int, int, int, int]: ...
+
+def limit_table() -> list[tuple[str, int, int]]:
+    """``(name, default, ceiling)`` of every limit."""

@@ -33,9 +33,10 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import CoroutineType
 from typing import Any, Protocol, cast
 
-from prism_tools._core import CHECK_DENIED, ToolFilter
+from prism_tools._core import CHECK_DENIED, SchemaValidator, ToolFilter
 from prism_tools._frozen import builder
 from prism_tools.errors import (
+    ArgumentsError,
     GuardrailTripwire,
     LedgerWriteError,
     PermissionDeniedError,
@@ -73,6 +74,9 @@ from prism_tools.types import (
 
 logger = logging.getLogger("prism_tools.dispatch")
 _build_result = builder(ToolResult)
+# Default limits for argument text that reaches dispatch unparsed (1 MiB, 64 levels); hosts
+# that want other limits parse first with prism_tools.parse_tool_arguments.
+_argument_parser = SchemaValidator()
 
 ARGUMENTS_NOT_OBJECT = "Tool arguments must be a JSON object"
 ToolValidator = Callable[[ToolDefinition, dict[str, JSONValue], ToolExecutionContext], Any]
@@ -493,9 +497,18 @@ async def dispatch_tool_call(
         return await _block(audit, call, "invalid_arguments", call.arguments_error)
     arguments = call.arguments
     if type(arguments) is not dict:
-        return await _block(
-            audit, call, "invalid_arguments", ErrorInfo(message=ARGUMENTS_NOT_OBJECT)
-        )
+        if type(arguments) is not str and type(arguments) is not bytes:
+            return await _block(
+                audit, call, "invalid_arguments", ErrorInfo(message=ARGUMENTS_NOT_OBJECT)
+            )
+        # Raw argument text, as OpenAI-style providers hand it over: parsed in the core,
+        # size and depth guarded before the parser runs.
+        try:
+            arguments = _argument_parser.parse(arguments)
+        except ArgumentsError as err:
+            refusal = ErrorInfo(message=str(err), code=ArgumentsError.code, name="ArgumentsError")
+            return await _block(audit, call, "invalid_arguments", refusal)
+        call = ToolCall(call.id, name, arguments, None)
     for key in arguments:
         if type(key) is not str:  # a JSON object has string keys only
             return await _block(

@@ -9,10 +9,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from prism_tools._core import DuplicateToolError, PrismError
+from prism_tools._core import ArgumentsError, DuplicateToolError, PrismError, SchemaGuardError
 
 PrismError.code = "ERR_PRISM"
 DuplicateToolError.code = "ERR_PRISM_DUPLICATE_TOOL"
+# The core raises these two with args (message, reason); `reason` names the guard or parse
+# failure (e.g. "schema_ref_not_allowed", "arguments_too_deep", "invalid_json").
+SchemaGuardError.code = "ERR_PRISM_SCHEMA_GUARD"
+ArgumentsError.code = "invalid_json_arguments"
+
+
+def _reason(self: BaseException) -> str | None:
+    return self.args[1] if len(self.args) > 1 and isinstance(self.args[1], str) else None
+
+
+def _message(self: BaseException) -> str:
+    return str(self.args[0]) if self.args else ""
+
+
+for _cls in (SchemaGuardError, ArgumentsError):
+    setattr(_cls, "reason", property(_reason))  # noqa: B010 - the stub declares the property
+    setattr(_cls, "__str__", _message)  # noqa: B010 - show the message, not the args tuple
 
 
 class UnknownToolError(PrismError, LookupError):
@@ -29,12 +46,6 @@ class ToolScopeError(PrismError):
     """A run asked for tools outside what the host registered."""
 
     code = "ERR_PRISM_TOOL_SCOPE"
-
-
-class SchemaGuardError(PrismError):
-    """A JSON Schema exceeded a guard limit or uses something the harness refuses."""
-
-    code = "ERR_PRISM_SCHEMA_GUARD"
 
 
 class IdentityError(PrismError):
@@ -96,6 +107,7 @@ class LedgerWriteError(PrismError):
 
 
 __all__ = [
+    "ArgumentsError",
     "DuplicateToolError",
     "GuardrailTripwire",
     "IdentityError",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Literal, TypeAlias
+from typing import Literal, Protocol, TypeAlias
 
 from prism_tools._core import Registry as _NameTable
 from prism_tools._core import ToolFilter
@@ -27,13 +27,18 @@ _FILTER_KEYS = frozenset(("allow", "deny"))
 class ToolRegistry:
     """Tools an agent may use, by name, in registration order."""
 
-    __slots__ = ("__weakref__", "_lock", "_names", "_tools")
+    __slots__ = ("__weakref__", "_check_schemas", "_lock", "_names", "_tools")
 
     def __init__(
-        self, tools: Iterable[ToolDefinition] = (), *, duplicate: DuplicatePolicy = "replace"
+        self,
+        tools: Iterable[ToolDefinition] = (),
+        *,
+        duplicate: DuplicatePolicy = "replace",
+        check_schemas: bool | SchemaChecker = False,
     ) -> None:
         if not isinstance(duplicate, str):
             raise TypeError('duplicate must be "replace" or "error"')
+        self._check_schemas: SchemaChecker | None = _schema_checker(check_schemas)
         self._names = _NameTable(duplicate)
         self._tools: list[ToolDefinition] = []
         self._lock = threading.Lock()
@@ -50,10 +55,13 @@ class ToolRegistry:
     def register(self, tool: ToolDefinition) -> ToolDefinition:
         """Add ``tool``, or replace the tool of the same name in place (``"replace"`` policy).
 
-        Raises ``DuplicateToolError`` under the ``"error"`` policy.
+        Raises ``DuplicateToolError`` under the ``"error"`` policy, and ``SchemaGuardError`` when
+        the registry checks schemas and ``tool.parameters`` fails the guards.
         """
         if not isinstance(tool, ToolDefinition):
             raise TypeError(f"register expects a ToolDefinition, got {type(tool).__name__}")
+        if self._check_schemas is not None and tool.parameters is not None:
+            self._check_schemas.check_schema(tool.parameters)
         with self._lock:
             # Append first so that a reader never sees a slot without its tool.
             self._tools.append(tool)
@@ -111,10 +119,33 @@ class ToolRegistry:
 
 
 def create_tool_registry(
-    tools: Iterable[ToolDefinition] = (), *, duplicate: DuplicatePolicy = "replace"
+    tools: Iterable[ToolDefinition] = (),
+    *,
+    duplicate: DuplicatePolicy = "replace",
+    check_schemas: bool | SchemaChecker = False,
 ) -> ToolRegistry:
-    """A registry holding ``tools``; ``duplicate="error"`` refuses a name registered twice."""
-    return ToolRegistry(tools, duplicate=duplicate)
+    """A registry holding ``tools``; ``duplicate="error"`` refuses a name registered twice;
+    ``check_schemas=True`` (or a JSON Schema adapter) runs the schema guards on every
+    registration, so one bad schema is refused before any request."""
+    return ToolRegistry(tools, duplicate=duplicate, check_schemas=check_schemas)
+
+
+class SchemaChecker(Protocol):
+    """Anything with ``check_schema(schema)`` that raises on a schema it refuses."""
+
+    def check_schema(self, schema: object) -> None: ...
+
+
+def _schema_checker(check_schemas: bool | SchemaChecker) -> SchemaChecker | None:
+    if check_schemas is False:
+        return None
+    if check_schemas is True:
+        from prism_tools.validation import default_adapter
+
+        return default_adapter()
+    if not callable(getattr(check_schemas, "check_schema", None)):
+        raise TypeError("check_schemas must be a bool or an object with check_schema(schema)")
+    return check_schemas
 
 
 def _compile_one(filter: object) -> ToolFilter:

@@ -1,0 +1,271 @@
+"""JSON Schema validation of tool arguments, backed by the Rust core.
+
+``create_json_schema_adapter(**limits)`` gives a ``ToolArgumentValidator`` over the ``jsonschema``
+crate: draft 2020-12 by default (``$schema`` may name draft 2019-09 or 7), every schema checked by
+the guards before it is compiled, compiled validators kept in a bounded LRU in Rust.
+``create_tool_parameter_validator`` turns an adapter into a dispatch ``validate=`` callback that
+checks ``tool.parameters`` and answers with an ``ErrorInfo`` a model can act on.
+
+Schemas are treated as immutable once used: the adapter remembers the compiled validator per
+schema object, so a schema dict changed in place after its first use keeps its old validator.
+Build a new dict instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Literal, NamedTuple, Protocol
+
+from prism_tools._core import SchemaValidator, limit_table
+from prism_tools.errors import SchemaGuardError
+from prism_tools.types import ErrorInfo, JSONValue, ToolDefinition, ToolExecutionContext
+
+MissingSchemaPolicy = Literal["allow", "reject"]
+
+LIMITS: dict[str, tuple[int, int]] = {
+    name: (default, ceiling) for name, default, ceiling in limit_table()
+}
+"""Every limit keyword: ``(default, hard ceiling)``."""
+
+MAX_ISSUES_IN_MESSAGE = 8
+MAX_ISSUES_IN_DETAILS = 64
+DEFAULT_MAX_MESSAGE_BYTES = 1024
+MAX_ISSUE_MESSAGE_BYTES = 160
+
+
+@dataclass(frozen=True, slots=True)
+class ArgumentIssue:
+    """One problem with tool arguments: where (a JSON Pointer), which keyword, and why. The
+    message never quotes the offending value."""
+
+    path: str
+    keyword: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"path": self.path, "keyword": self.keyword, "message": self.message}
+
+
+class CacheInfo(NamedTuple):
+    """Compiled-schema cache counters, as ``functools.lru_cache`` reports them."""
+
+    hits: int
+    misses: int
+    maxsize: int
+    currsize: int
+
+
+class ToolArgumentValidator(Protocol):
+    """Validates a value against a JSON Schema; an empty list means valid."""
+
+    def validate(
+        self, schema: Mapping[str, JSONValue] | bool, value: Any
+    ) -> list[ArgumentIssue]: ...
+
+
+def _check_limits(limits: Mapping[str, Any]) -> dict[str, int]:
+    for name, value in limits.items():
+        if name not in LIMITS:
+            raise TypeError(f"unknown limit {name!r}; known limits: {', '.join(sorted(LIMITS))}")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an integer")
+        ceiling = LIMITS[name][1]
+        if not 1 <= value <= ceiling:
+            raise ValueError(f"{name} must be from 1 to {ceiling}, got {value}")
+    return dict(limits)
+
+
+class JsonSchemaAdapter:
+    """A ``ToolArgumentValidator`` over the Rust core (see the module doc)."""
+
+    __slots__ = ("_core", "_keys", "_memo_size", "limits")
+
+    def __init__(self, **limits: int) -> None:
+        self.limits: dict[str, int] = {
+            name: default for name, (default, _) in LIMITS.items()
+        } | _check_limits(limits)
+        self._core = SchemaValidator(**self.limits)
+        # id(schema) -> (schema, key). Holding the schema keeps its id from being reused.
+        self._keys: dict[int, tuple[object, int]] = {}
+        self._memo_size = max(64, 2 * self.limits["max_compiled_schemas"])
+
+    def key_for(self, schema: object) -> int:
+        """The compiled-validator key of ``schema``; guards and compiles on first sight."""
+        entry = self._keys.get(id(schema))
+        if entry is not None and entry[0] is schema:
+            return entry[1]
+        key = self._core.compile(schema)
+        if len(self._keys) >= self._memo_size:
+            del self._keys[next(iter(self._keys))]  # oldest first: dicts keep insertion order
+        self._keys[id(schema)] = (schema, key)
+        return key
+
+    def check_schema(self, schema: object) -> None:
+        """Raise ``SchemaGuardError`` unless ``schema`` passes the guards and compiles."""
+        self.key_for(schema)
+
+    def issues(
+        self, schema: object, value: Any, *, max_issues: int = MAX_ISSUES_IN_DETAILS
+    ) -> list[tuple[str, str, str]]:
+        """Raw ``(path, keyword, message)`` issues; compiles again if the LRU evicted it."""
+        key = self.key_for(schema)
+        found = self._core.validate(key, value, max_issues)
+        if found is None:
+            self._keys.pop(id(schema), None)
+            found = self._core.validate(self.key_for(schema), value, max_issues)
+        return found or []
+
+    def validate(self, schema: Mapping[str, JSONValue] | bool, value: Any) -> list[ArgumentIssue]:
+        """Issues of ``value`` against ``schema``; empty when valid."""
+        return [ArgumentIssue(*issue) for issue in self.issues(schema, value)]
+
+    def is_valid(self, schema: Mapping[str, JSONValue] | bool, value: Any) -> bool:
+        return not self.issues(schema, value, max_issues=1)
+
+    def parse(self, text: str | bytes) -> dict[str, JSONValue]:
+        """Argument text to a dict, guards first; raises ``ArgumentsError``."""
+        return self._core.parse(text)
+
+    def cache_info(self) -> CacheInfo:
+        return CacheInfo(*self._core.cache_info())
+
+
+def create_json_schema_adapter(**limits: int) -> JsonSchemaAdapter:
+    """A JSON Schema adapter with the given limits (defaults and ceilings in ``LIMITS``)."""
+    return JsonSchemaAdapter(**limits)
+
+
+def _cut(text: str, limit: int) -> str:
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    return data[: max(0, limit - 3)].decode("utf-8", "ignore") + "..."
+
+
+def format_issues(
+    tool_name: str,
+    issues: list[tuple[str, str, str]],
+    *,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+) -> ErrorInfo:
+    """The ``ErrorInfo`` a model sees for invalid arguments: at most eight ``"<path>: <message>"``
+    parts in a message of bounded size, every issue in ``details``."""
+    shown = [
+        f"{path or '/'}: {_cut(message, MAX_ISSUE_MESSAGE_BYTES)}"
+        for path, _, message in issues[:MAX_ISSUES_IN_MESSAGE]
+    ]
+    more = len(issues) - len(shown)
+    message = f"Invalid arguments for tool {tool_name}: " + "; ".join(shown)
+    if more > 0:
+        message += f" (and {more} more)"
+    return ErrorInfo(
+        message=_cut(message, max_message_bytes),
+        code="invalid_tool_arguments",
+        name="ArgumentValidationError",
+        details={
+            "issues": [
+                {"path": path, "keyword": keyword, "message": _cut(text, MAX_ISSUE_MESSAGE_BYTES)}
+                for path, keyword, text in issues
+            ],
+            "count": len(issues),
+        },
+    )
+
+
+class ToolParameterValidator:
+    """A dispatch ``validate=`` callback that checks arguments against ``tool.parameters``."""
+
+    __slots__ = ("adapter", "max_message_bytes", "missing_schema")
+
+    def __init__(
+        self,
+        adapter: JsonSchemaAdapter,
+        *,
+        missing_schema: MissingSchemaPolicy = "allow",
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    ) -> None:
+        if missing_schema not in ("allow", "reject"):
+            raise ValueError('missing_schema must be "allow" or "reject"')
+        self.adapter = adapter
+        self.missing_schema: MissingSchemaPolicy = missing_schema
+        self.max_message_bytes = max_message_bytes
+
+    def __call__(
+        self,
+        tool: ToolDefinition,
+        args: Any,
+        context: ToolExecutionContext | None = None,
+    ) -> ErrorInfo | None:
+        schema = tool.parameters
+        if schema is None:
+            if self.missing_schema == "allow":
+                return None
+            return ErrorInfo(
+                message=f"Tool {tool.name} has no parameter schema and cannot be checked",
+                code="missing_parameter_schema",
+            )
+        try:
+            issues = self.adapter.issues(schema, args)
+        except SchemaGuardError as err:
+            return ErrorInfo(
+                message=f"Tool {tool.name} has a parameter schema the harness refuses: {err}",
+                code=err.reason or "schema_guard",
+                name="SchemaGuardError",
+            )
+        if not issues:
+            return None
+        return format_issues(tool.name, issues, max_message_bytes=self.max_message_bytes)
+
+    def cache_info(self) -> CacheInfo:
+        """Counters of the compiled-schema cache behind this validator."""
+        return self.adapter.cache_info()
+
+
+def create_tool_parameter_validator(
+    adapter: JsonSchemaAdapter, *, missing_schema: MissingSchemaPolicy = "allow"
+) -> ToolParameterValidator:
+    """A ``validate=`` callback for dispatch that checks ``tool.parameters`` with ``adapter``;
+    ``missing_schema="reject"`` blocks tools that have no schema."""
+    if not isinstance(adapter, JsonSchemaAdapter):
+        raise TypeError("adapter must come from create_json_schema_adapter()")
+    return ToolParameterValidator(adapter, missing_schema=missing_schema)
+
+
+def create_json_schema_tool_argument_validator(
+    *, missing_schema: MissingSchemaPolicy = "allow", **limits: int
+) -> ToolParameterValidator:
+    """``create_tool_parameter_validator(create_json_schema_adapter(**limits))`` in one call."""
+    return ToolParameterValidator(JsonSchemaAdapter(**limits), missing_schema=missing_schema)
+
+
+@lru_cache(maxsize=32)
+def _shared_adapter(limits: tuple[tuple[str, int], ...]) -> JsonSchemaAdapter:
+    return JsonSchemaAdapter(**dict(limits))
+
+
+def default_adapter(**limits: int) -> JsonSchemaAdapter:
+    """A process-wide adapter for the given limits (built once per distinct set)."""
+    return _shared_adapter(tuple(sorted(_check_limits(limits).items())))
+
+
+def check_schema(schema: object, **limits: int) -> None:
+    """Run the guards on ``schema`` and compile it; raises ``SchemaGuardError`` naming the limit
+    or rule it breaks and where."""
+    default_adapter(**limits).check_schema(schema)
+
+
+def parse_tool_arguments(
+    text: str | bytes,
+    *,
+    max_bytes: int = LIMITS["max_argument_bytes"][0],
+    max_depth: int = LIMITS["max_argument_depth"][0],
+) -> dict[str, JSONValue]:
+    """Raw argument text to a dict in one crossing into Rust, size and depth guarded first.
+
+    Empty (or all-whitespace) text is ``{}``. Raises ``ArgumentsError`` (code
+    ``invalid_json_arguments``) with a short message for bad JSON, JSON that is not an object,
+    and text too large or too deep.
+    """
+    return default_adapter(max_argument_bytes=max_bytes, max_argument_depth=max_depth).parse(text)

@@ -1,0 +1,334 @@
+//! Compiled JSON Schema validators in a bounded LRU cache.
+//!
+//! Every validator is built through `build_validator`: the guards of `guards.rs` first, then the
+//! `jsonschema` crate with an explicit draft (2020-12 unless `$schema` names draft 7 or
+//! 2019-09), a retriever that refuses every URI (no network, no files, ever), the linear-time
+//! `regex` engine with size limits for `pattern` and `patternProperties`, and format assertions
+//! off. Compiled validators are cached under a 64-bit key that the caller keeps (computed once
+//! per schema from its canonical bytes); a lookup is one hash-map probe under a short lock, and
+//! the validator is an `Arc` cloned out before validation so the lock is never held while
+//! validating.
+
+use std::hash::{BuildHasher, Hasher};
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex};
+
+use jsonschema::{Draft, PatternOptions, Retrieve, Uri, Validator};
+use lru::LruCache;
+use serde_json::Value;
+
+use crate::guards::{GuardViolation, Limits, check_schema};
+
+/// Regex program size limits for untrusted patterns (bytes of compiled program / lazy DFA).
+const REGEX_SIZE_LIMIT: usize = 1 << 20;
+const REGEX_DFA_SIZE_LIMIT: usize = 1 << 20;
+
+/// Refuses every external reference. The guards already refuse non-local `$ref`; this is the
+/// second lock on the same door.
+struct DenyRetriever;
+
+impl Retrieve for DenyRetriever {
+    fn retrieve(
+        &self,
+        uri: &Uri<String>,
+    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        Err(format!("external reference refused: {}", uri.as_str()).into())
+    }
+}
+
+/// The draft named by `$schema`, 2020-12 when absent.
+pub fn draft_of(schema: &Value) -> Result<Draft, GuardViolation> {
+    let Some(declared) = schema.get("$schema") else {
+        return Ok(Draft::Draft202012);
+    };
+    let Value::String(uri) = declared else {
+        return Err(GuardViolation::InvalidSchema {
+            reason: "$schema must be a string".into(),
+        });
+    };
+    let trimmed = uri.trim_end_matches('#');
+    match trimmed {
+        "https://json-schema.org/draft/2020-12/schema" => Ok(Draft::Draft202012),
+        "https://json-schema.org/draft/2019-09/schema" => Ok(Draft::Draft201909),
+        "http://json-schema.org/draft-07/schema" => Ok(Draft::Draft7),
+        _ => Err(GuardViolation::InvalidSchema {
+            reason: format!(
+                "unsupported $schema {:?}; use draft 2020-12, 2019-09 or 7",
+                crate::guards::excerpt(uri, 120)
+            ),
+        }),
+    }
+}
+
+/// Runs the guards and compiles a validator.
+pub fn build_validator(schema: &Value, limits: &Limits) -> Result<Validator, GuardViolation> {
+    check_schema(schema, limits)?;
+    let draft = draft_of(schema)?;
+    jsonschema::options()
+        .with_draft(draft)
+        .with_retriever(DenyRetriever)
+        .with_pattern_options(
+            PatternOptions::regex()
+                .size_limit(REGEX_SIZE_LIMIT)
+                .dfa_size_limit(REGEX_DFA_SIZE_LIMIT),
+        )
+        .should_validate_formats(false)
+        .build(schema)
+        .map_err(|err| GuardViolation::InvalidSchema {
+            reason: crate::guards::excerpt(&err.masked().to_string(), 300),
+        })
+}
+
+/// One problem with an instance: where (JSON Pointer), which keyword, and a masked message that
+/// does not quote the instance value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Issue {
+    pub path: String,
+    pub keyword: String,
+    pub message: String,
+}
+
+/// Up to `max` issues of `instance` against `validator`; empty when valid.
+pub fn collect_issues(validator: &Validator, instance: &Value, max: usize) -> Vec<Issue> {
+    if validator.is_valid(instance) {
+        return Vec::new();
+    }
+    validator
+        .iter_errors(instance)
+        .take(max)
+        .map(|error| Issue {
+            path: error.instance_path().as_str().to_owned(),
+            keyword: error.kind().keyword().to_owned(),
+            message: error.masked().to_string(),
+        })
+        .collect()
+}
+
+/// A compiled schema with the canonical bytes it was built from (to tell digests apart).
+pub struct CompiledSchema {
+    pub validator: Validator,
+    canonical: Box<[u8]>,
+}
+
+/// Counters in `functools.lru_cache` style.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CacheInfo {
+    pub hits: u64,
+    pub misses: u64,
+    pub maxsize: usize,
+    pub currsize: usize,
+}
+
+struct CacheState {
+    entries: LruCache<u64, Arc<CompiledSchema>>,
+    hits: u64,
+    misses: u64,
+}
+
+/// Bounded, thread-safe cache of compiled validators keyed by a digest of canonical bytes.
+pub struct SchemaCache {
+    state: Mutex<CacheState>,
+    hasher: ahash::RandomState,
+    limits: Limits,
+}
+
+impl SchemaCache {
+    /// An empty cache holding at most `limits.max_compiled_schemas` validators.
+    pub fn new(limits: Limits) -> Self {
+        let capacity = NonZeroUsize::new(limits.max_compiled_schemas).unwrap_or(NonZeroUsize::MIN);
+        Self {
+            state: Mutex::new(CacheState {
+                entries: LruCache::new(capacity),
+                hits: 0,
+                misses: 0,
+            }),
+            // Keys are seeded per process: nobody can aim a schema at another schema's key.
+            hasher: ahash::RandomState::new(),
+            limits,
+        }
+    }
+
+    /// The limits this cache enforces.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, CacheState> {
+        // A panic while holding the lock cannot leave the LRU half-updated in a way that matters
+        // (entries are immutable `Arc`s), so a poisoned lock is simply taken over.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The digest of canonical schema bytes.
+    pub fn key_of(&self, canonical: &[u8]) -> u64 {
+        let mut hasher = self.hasher.build_hasher();
+        hasher.write(canonical);
+        hasher.finish()
+    }
+
+    /// The key of a compiled validator for `schema`, compiling (guards first) on a miss.
+    ///
+    /// `canonical` must be the schema's canonical JSON (sorted keys, compact), which the caller
+    /// has produced once; its size is the guarded schema size.
+    pub fn compile(&self, schema: &Value, canonical: &[u8]) -> Result<u64, GuardViolation> {
+        if canonical.len() > self.limits.max_schema_bytes {
+            return Err(GuardViolation::SchemaTooLarge {
+                bytes: canonical.len(),
+                limit: self.limits.max_schema_bytes,
+            });
+        }
+        let mut key = self.key_of(canonical);
+        {
+            let mut state = self.lock();
+            if let Some(entry) = state.entries.get(&key) {
+                if *entry.canonical == *canonical {
+                    state.hits += 1;
+                    return Ok(key);
+                }
+                // A digest collision: keep both by moving the newcomer to a neighbouring key.
+                key = key.wrapping_add(1);
+            }
+            state.misses += 1;
+        }
+        let validator = build_validator(schema, &self.limits)?;
+        let entry = Arc::new(CompiledSchema {
+            validator,
+            canonical: canonical.into(),
+        });
+        self.lock().entries.put(key, entry);
+        Ok(key)
+    }
+
+    /// The compiled validator under `key`, if still cached.
+    pub fn get(&self, key: u64) -> Option<Arc<CompiledSchema>> {
+        let mut state = self.lock();
+        let found = state.entries.get(&key).cloned();
+        if found.is_some() {
+            state.hits += 1;
+        }
+        found
+    }
+
+    /// Hit and miss counters, capacity and size.
+    pub fn info(&self) -> CacheInfo {
+        let state = self.lock();
+        CacheInfo {
+            hits: state.hits,
+            misses: state.misses,
+            maxsize: self.limits.max_compiled_schemas,
+            currsize: state.entries.len(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn canonical(value: &Value) -> Vec<u8> {
+        serde_json::to_vec(value).unwrap()
+    }
+
+    #[test]
+    fn validates_and_reports_masked_issues() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
+            "required": ["city"],
+            "additionalProperties": false
+        });
+        let validator = build_validator(&schema, &Limits::default()).unwrap();
+        assert!(collect_issues(&validator, &json!({"city": "Paris"}), 8).is_empty());
+        let issues = collect_issues(&validator, &json!({"days": "sk-secret-value"}), 8);
+        let keywords: Vec<&str> = issues.iter().map(|issue| issue.keyword.as_str()).collect();
+        assert!(keywords.contains(&"required"));
+        assert!(keywords.contains(&"type"));
+        assert!(
+            issues
+                .iter()
+                .all(|issue| !issue.message.contains("sk-secret-value"))
+        );
+        assert!(issues.iter().any(|issue| issue.path == "/days"));
+    }
+
+    #[test]
+    fn remote_refs_never_reach_the_retriever() {
+        let schema = json!({"$ref": "http://127.0.0.1:1/schema.json"});
+        assert_eq!(
+            build_validator(&schema, &Limits::default())
+                .unwrap_err()
+                .code(),
+            "schema_ref_not_allowed"
+        );
+    }
+
+    #[test]
+    fn drafts_follow_schema_keyword() {
+        assert_eq!(draft_of(&json!({})).unwrap(), Draft::Draft202012);
+        assert_eq!(
+            draft_of(&json!({"$schema": "http://json-schema.org/draft-07/schema#"})).unwrap(),
+            Draft::Draft7
+        );
+        assert_eq!(
+            draft_of(&json!({"$schema": "https://json-schema.org/draft/2019-09/schema"})).unwrap(),
+            Draft::Draft201909
+        );
+        assert!(draft_of(&json!({"$schema": "http://json-schema.org/draft-04/schema#"})).is_err());
+        // Draft 7 semantics: `items` as an array is tuple validation.
+        let tuple = json!({"$schema": "http://json-schema.org/draft-07/schema#", "items": [{"type": "string"}]});
+        let validator = build_validator(&tuple, &Limits::default()).unwrap();
+        assert!(!validator.is_valid(&json!([1])));
+    }
+
+    #[test]
+    fn catastrophic_patterns_finish_fast() {
+        let schema = json!({"type": "string", "pattern": "^(a+)+$"});
+        let validator = build_validator(&schema, &Limits::default()).unwrap();
+        let input = Value::String(format!("{}!", "a".repeat(50_000)));
+        let started = std::time::Instant::now();
+        assert!(!validator.is_valid(&input));
+        // Generous bound: the backtracking engine would take longer than the age of the universe.
+        assert!(started.elapsed().as_secs() < 5);
+    }
+
+    #[test]
+    fn cache_hits_evicts_and_tells_collisions_apart() {
+        let mut limits = Limits::default();
+        limits.set("max_compiled_schemas", 2).unwrap();
+        let cache = SchemaCache::new(limits);
+        let schemas: Vec<Value> = (0..3).map(|i| json!({"maxLength": i})).collect();
+        let keys: Vec<u64> = schemas
+            .iter()
+            .map(|s| cache.compile(s, &canonical(s)).unwrap())
+            .collect();
+        assert_eq!(
+            cache.compile(&schemas[2], &canonical(&schemas[2])).unwrap(),
+            keys[2]
+        );
+        let info = cache.info();
+        assert_eq!(
+            (info.hits, info.misses, info.maxsize, info.currsize),
+            (1, 3, 2, 2)
+        );
+        assert!(cache.get(keys[0]).is_none(), "the oldest entry was evicted");
+        assert!(cache.get(keys[2]).is_some());
+    }
+
+    #[test]
+    fn oversized_canonical_schema_is_refused() {
+        let mut limits = Limits::default();
+        limits.set("max_schema_bytes", 10).unwrap();
+        let cache = SchemaCache::new(limits);
+        let schema = json!({"description": "a long description"});
+        assert_eq!(
+            cache
+                .compile(&schema, &canonical(&schema))
+                .unwrap_err()
+                .code(),
+            "schema_too_large"
+        );
+    }
+}
