@@ -401,6 +401,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SchemaGuardError", py.get_type::<SchemaGuardError>())?;
     m.add("ArgumentsError", py.get_type::<ArgumentsError>())?;
     m.add_class::<crate::bindings_schema::PySchemaValidator>()?;
+    m.add_class::<crate::bindings_schema::PyCompiledSchema>()?;
     m.add_function(pyo3::wrap_pyfunction!(
         crate::bindings_schema::limit_table,
         m

@@ -6,6 +6,8 @@
 
 #![allow(clippy::needless_pass_by_value)]
 
+use std::sync::Arc;
+
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
@@ -13,7 +15,8 @@ use serde_json::{Map, Number, Value};
 
 use crate::bindings::{ArgumentsError, SchemaGuardError, type_name};
 use crate::guards::{ALL_LIMITS, GuardViolation, Limits, scan_json};
-use crate::schema::{Issue, SchemaCache, collect_issues};
+use crate::schema::{CompiledSchema, Issue, SchemaCache, collect_issues};
+use jsonschema::json::{PendingErrorScope, Pyo3, probe_root, take_pending_error};
 
 /// Why a Python value could not become JSON.
 enum Conversion {
@@ -121,42 +124,6 @@ fn to_value(
     Ok(Value::Array(array))
 }
 
-/// Builds Python objects from a parsed value (depth already bounded by the guards).
-fn to_python<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
-    Ok(match value {
-        Value::Null => py.None().into_bound(py),
-        Value::Bool(flag) => PyBool::new(py, *flag).to_owned().into_any(),
-        Value::Number(number) => {
-            if let Some(small) = number.as_i64() {
-                small.into_pyobject(py)?.into_any()
-            } else if let Some(large) = number.as_u64() {
-                large.into_pyobject(py)?.into_any()
-            } else {
-                number
-                    .as_f64()
-                    .unwrap_or(f64::NAN)
-                    .into_pyobject(py)?
-                    .into_any()
-            }
-        }
-        Value::String(text) => PyString::new(py, text).into_any(),
-        Value::Array(items) => {
-            let list = PyList::empty(py);
-            for item in items {
-                list.append(to_python(py, item)?)?;
-            }
-            list.into_any()
-        }
-        Value::Object(map) => {
-            let dict = PyDict::new(py);
-            for (key, item) in map {
-                dict.set_item(PyString::new(py, key), to_python(py, item)?)?;
-            }
-            dict.into_any()
-        }
-    })
-}
-
 fn text_bytes<'a>(text: &'a Bound<'_, PyAny>) -> PyResult<&'a [u8]> {
     if let Ok(text) = text.cast::<PyString>() {
         return text.to_str().map(str::as_bytes);
@@ -180,48 +147,202 @@ fn issues_to_python(issues: Vec<Issue>) -> Vec<(String, String, String)> {
 /// Schema guards, a compiled-schema LRU and argument parsing under one set of limits.
 #[pyclass(frozen, module = "prism_tools._core", name = "SchemaValidator")]
 pub(crate) struct PySchemaValidator {
-    cache: SchemaCache,
+    cache: SchemaCache<Pyo3>,
+}
+
+/// Whether Python containers nest deeper than `max_depth` (iterative, stops at the first hit).
+fn nests_deeper_than(object: &Bound<'_, PyAny>, max_depth: usize) -> bool {
+    let mut stack: Vec<(Bound<'_, PyAny>, usize)> = vec![(object.clone(), 0)];
+    while let Some((node, depth)) = stack.pop() {
+        let children: Vec<Bound<'_, PyAny>> = if let Ok(dict) = node.cast::<PyDict>() {
+            dict.values().iter().collect()
+        } else if let Ok(list) = node.cast::<PyList>() {
+            list.iter().collect()
+        } else if let Ok(tuple) = node.cast::<PyTuple>() {
+            tuple.iter().collect()
+        } else {
+            continue;
+        };
+        if depth + 1 > max_depth {
+            return true;
+        }
+        stack.extend(children.into_iter().map(|child| (child, depth + 1)));
+    }
+    false
+}
+
+/// Validates a Python object in place against a compiled schema.
+fn validate_in_place(
+    entry: &CompiledSchema<Pyo3>,
+    instance: &Bound<'_, PyAny>,
+    max_depth: usize,
+    max_issues: usize,
+) -> Vec<(String, String, String)> {
+    // Without references the schema's own guarded depth bounds validation; with them, a deep
+    // instance could drive deep recursion, so its depth is checked first.
+    if entry.recursive && nests_deeper_than(instance, max_depth) {
+        let violation = GuardViolation::ArgumentsTooDeep { limit: max_depth };
+        return vec![(
+            String::new(),
+            "max_argument_depth".into(),
+            violation.to_string(),
+        )];
+    }
+    let _scope = PendingErrorScope::enter();
+    probe_root(instance.as_borrowed());
+    let issues = collect_issues(&entry.validator, instance.as_borrowed(), max_issues);
+    if let Some(error) = take_pending_error() {
+        // A value that is not JSON (a set, a custom object, a non-string key) somewhere inside.
+        let message = Python::attach(|py| error.value(py).to_string());
+        return vec![(
+            String::new(),
+            "json".into(),
+            format!(
+                "arguments are not JSON: {}",
+                crate::guards::excerpt(&message, 160)
+            ),
+        )];
+    }
+    issues_to_python(issues)
 }
 
 impl PySchemaValidator {
     fn limits(&self) -> &Limits {
         self.cache.limits()
     }
+}
 
-    /// Guards and parses argument text into a value that must be a JSON object.
-    fn parse_value(&self, data: &[u8]) -> PyResult<Value> {
-        let limits = self.limits();
-        if let Err(violation) =
-            scan_json(data, limits.max_argument_bytes, limits.max_argument_depth)
-        {
-            return Err(arguments_error(
-                format!("Tool arguments were refused: {violation}"),
-                violation.code(),
-            ));
+/// Guards and parses argument text straight into Python objects; the result is a dict.
+fn parse_arguments<'py>(
+    py: Python<'py>,
+    limits: &Limits,
+    data: &[u8],
+) -> PyResult<Bound<'py, PyAny>> {
+    if let Err(violation) = scan_json(data, limits.max_argument_bytes, limits.max_argument_depth) {
+        return Err(arguments_error(
+            format!("Tool arguments were refused: {violation}"),
+            violation.code(),
+        ));
+    }
+    if data.iter().all(u8::is_ascii_whitespace) {
+        return Ok(PyDict::new(py).into_any());
+    }
+    let mut deserializer = serde_json::Deserializer::from_slice(data);
+    // Depth is already bounded by `scan_json`, far below what would strain the stack.
+    deserializer.disable_recursion_limit();
+    let parsed = serde::de::DeserializeSeed::deserialize(PythonSeed(py), &mut deserializer)
+        .and_then(|value| deserializer.end().map(|()| value))
+        .map_err(|err| {
+            arguments_error(
+                format!("Tool arguments are not valid JSON: {err}. Send one complete JSON object."),
+                "invalid_json",
+            )
+        })?;
+    if !parsed.is_instance_of::<PyDict>() {
+        return Err(arguments_error(
+            "Tool arguments must be a JSON object".into(),
+            "not_an_object",
+        ));
+    }
+    Ok(parsed)
+}
+
+/// Builds Python objects directly while `serde_json` parses: no intermediate `Value`.
+#[derive(Clone, Copy)]
+struct PythonSeed<'py>(Python<'py>);
+
+fn python_error<E: serde::de::Error>(err: &PyErr) -> E {
+    E::custom(err.to_string())
+}
+
+impl<'de, 'py> serde::de::DeserializeSeed<'de> for PythonSeed<'py> {
+    type Value = Bound<'py, PyAny>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de, 'py> serde::de::Visitor<'de> for PythonSeed<'py> {
+    type Value = Bound<'py, PyAny>;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("a JSON value")
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(self.0.None().into_bound(self.0))
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, value: bool) -> Result<Self::Value, E> {
+        Ok(PyBool::new(self.0, value).to_owned().into_any())
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<Self::Value, E> {
+        let Ok(object) = value.into_pyobject(self.0);
+        Ok(object.into_any())
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<Self::Value, E> {
+        let Ok(object) = value.into_pyobject(self.0);
+        Ok(object.into_any())
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<Self::Value, E> {
+        let Ok(object) = value.into_pyobject(self.0);
+        Ok(object.into_any())
+    }
+
+    fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<Self::Value, E> {
+        Ok(PyString::new(self.0, value).into_any())
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let list = PyList::empty(self.0);
+        while let Some(item) = seq.next_element_seed(self)? {
+            list.append(item).map_err(|err| python_error(&err))?;
         }
-        if data.iter().all(u8::is_ascii_whitespace) {
-            return Ok(Value::Object(Map::new()));
+        Ok(list.into_any())
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let dict = PyDict::new(self.0);
+        while let Some(key) = map.next_key_seed(KeySeed(self.0))? {
+            let value = map.next_value_seed(self)?;
+            dict.set_item(key, value)
+                .map_err(|err| python_error(&err))?;
         }
-        let mut deserializer = serde_json::Deserializer::from_slice(data);
-        // Depth is already bounded by `scan_json`, far below what would strain the stack.
-        deserializer.disable_recursion_limit();
-        let value = serde::Deserialize::deserialize(&mut deserializer)
-            .and_then(|value: Value| deserializer.end().map(|()| value))
-            .map_err(|err| {
-                arguments_error(
-                    format!(
-                        "Tool arguments are not valid JSON: {err}. Send one complete JSON object."
-                    ),
-                    "invalid_json",
-                )
-            })?;
-        if !value.is_object() {
-            return Err(arguments_error(
-                "Tool arguments must be a JSON object".into(),
-                "not_an_object",
-            ));
-        }
-        Ok(value)
+        Ok(dict.into_any())
+    }
+}
+
+/// Object keys become Python strings (JSON keys are always strings).
+#[derive(Clone, Copy)]
+struct KeySeed<'py>(Python<'py>);
+
+impl<'de, 'py> serde::de::DeserializeSeed<'de> for KeySeed<'py> {
+    type Value = Bound<'py, PyString>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'py> serde::de::Visitor<'_> for KeySeed<'py> {
+    type Value = Bound<'py, PyString>;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("an object key")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<Self::Value, E> {
+        Ok(PyString::new(self.0, value))
     }
 }
 
@@ -268,8 +389,8 @@ impl PySchemaValidator {
         ]
     }
 
-    /// Runs the guards, compiles (or finds) the validator and returns its cache key.
-    fn compile(&self, py: Python<'_>, schema: &Bound<'_, PyAny>) -> PyResult<u64> {
+    /// Runs the guards and compiles (or finds in the cache) the schema's validator.
+    fn compile(&self, py: Python<'_>, schema: &Bound<'_, PyAny>) -> PyResult<PyCompiledSchema> {
         let limits = *self.limits();
         let value = if schema.is_instance_of::<PyString>() || schema.is_instance_of::<PyBytes>() {
             let data = text_bytes(schema)?;
@@ -329,67 +450,15 @@ impl PySchemaValidator {
             })
         })?;
         // Compiling can take milliseconds for large schemas: let other threads run meanwhile.
-        py.detach(|| self.cache.compile(&value, &canonical))
-            .map_err(|violation| guard_error(&violation))
-    }
-
-    /// Issues of `instance` against the validator under `key` (empty when valid), or None when
-    /// that validator has been evicted and must be compiled again.
-    #[pyo3(signature = (key, instance, max_issues = 64))]
-    fn validate(
-        &self,
-        key: u64,
-        instance: &Bound<'_, PyAny>,
-        max_issues: usize,
-    ) -> Option<Vec<(String, String, String)>> {
-        let entry = self.cache.get(key)?;
-        let mut path = String::new();
-        let value = match to_value(instance, 0, self.limits().max_argument_depth, &mut path) {
-            Ok(value) => value,
-            Err(Conversion::TooDeep) => {
-                let violation = GuardViolation::ArgumentsTooDeep {
-                    limit: self.limits().max_argument_depth,
-                };
-                return Some(vec![(
-                    String::new(),
-                    "max_argument_depth".into(),
-                    violation.to_string(),
-                )]);
-            }
-            Err(Conversion::NotJson { path, what }) => {
-                return Some(vec![(path, "json".into(), format!("{what} is not JSON"))]);
-            }
-        };
-        Some(issues_to_python(collect_issues(
-            &entry.validator,
-            &value,
-            max_issues,
-        )))
+        let entry = py
+            .detach(|| self.cache.compile(&value, &canonical))
+            .map_err(|violation| guard_error(&violation))?;
+        Ok(PyCompiledSchema { entry, limits })
     }
 
     /// Parses argument text (guards first) into a dict; raises `ArgumentsError`.
     fn parse<'py>(&self, py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let value = self.parse_value(text_bytes(text)?)?;
-        to_python(py, &value)
-    }
-
-    /// Parses argument text and validates it in one crossing: `(dict, issues)`, with issues None
-    /// when the validator under `key` has been evicted.
-    #[pyo3(signature = (key, text, max_issues = 64))]
-    #[allow(clippy::type_complexity)]
-    fn parse_and_validate<'py>(
-        &self,
-        py: Python<'py>,
-        key: u64,
-        text: &Bound<'py, PyAny>,
-        max_issues: usize,
-    ) -> PyResult<(Bound<'py, PyAny>, Option<Vec<(String, String, String)>>)> {
-        let value = self.parse_value(text_bytes(text)?)?;
-        let issues = self
-            .cache
-            .get(key)
-            .map(|entry| issues_to_python(collect_issues(&entry.validator, &value, max_issues)));
-        Ok((to_python(py, &value)?, issues))
+        parse_arguments(py, self.limits(), text_bytes(text)?)
     }
 
     /// `(hits, misses, maxsize, currsize)` of the compiled-schema cache.
@@ -406,4 +475,54 @@ pub(crate) fn limit_table() -> Vec<(&'static str, usize, usize)> {
         .iter()
         .map(|limit| (limit.name, limit.default, limit.ceiling))
         .collect()
+}
+
+/// One compiled schema, held by whoever compiled it: eviction from the cache never takes it away.
+#[pyclass(frozen, module = "prism_tools._core", name = "CompiledSchema")]
+pub(crate) struct PyCompiledSchema {
+    entry: Arc<CompiledSchema<Pyo3>>,
+    limits: Limits,
+}
+
+#[pymethods]
+impl PyCompiledSchema {
+    /// Issues of `instance` (empty when valid), validated in place.
+    #[pyo3(signature = (instance, max_issues = 64))]
+    fn validate(
+        &self,
+        instance: &Bound<'_, PyAny>,
+        max_issues: usize,
+    ) -> Vec<(String, String, String)> {
+        validate_in_place(
+            &self.entry,
+            instance,
+            self.limits.max_argument_depth,
+            max_issues,
+        )
+    }
+
+    /// Parses argument text (guards first) and validates it, in one crossing: `(dict, issues)`.
+    #[pyo3(signature = (text, max_issues = 64))]
+    #[allow(clippy::type_complexity)]
+    fn parse_and_validate<'py>(
+        &self,
+        py: Python<'py>,
+        text: &Bound<'py, PyAny>,
+        max_issues: usize,
+    ) -> PyResult<(Bound<'py, PyAny>, Vec<(String, String, String)>)> {
+        let arguments = parse_arguments(py, &self.limits, text_bytes(text)?)?;
+        let issues = validate_in_place(
+            &self.entry,
+            &arguments,
+            self.limits.max_argument_depth,
+            max_issues,
+        );
+        Ok((arguments, issues))
+    }
+
+    /// Whether the schema holds references (instance depth is then checked before validating).
+    #[getter]
+    fn recursive(&self) -> bool {
+        self.entry.recursive
+    }
 }

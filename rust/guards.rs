@@ -141,6 +141,7 @@ pub enum GuardViolation {
     RefCycle { path: String },
     ForbiddenKey { key: String, path: String },
     NonFiniteNumber { path: String },
+    UnsupportedDraft { declared: String },
     InvalidSchema { reason: String },
 }
 
@@ -158,6 +159,7 @@ impl GuardViolation {
             Self::RefCycle { .. } => "schema_ref_cycle",
             Self::ForbiddenKey { .. } => "schema_forbidden_key",
             Self::NonFiniteNumber { .. } => "schema_non_finite_number",
+            Self::UnsupportedDraft { .. } => "schema_unsupported_draft",
             Self::InvalidSchema { .. } => "schema_invalid",
         }
     }
@@ -226,6 +228,11 @@ impl fmt::Display for GuardViolation {
             Self::NonFiniteNumber { path } => {
                 write!(f, "schema holds a number that is not finite at {path}")
             }
+            Self::UnsupportedDraft { declared } => write!(
+                f,
+                "schema declares $schema {:?}; only drafts 2020-12, 2019-09 and 7 are supported",
+                excerpt(declared, 120)
+            ),
             Self::InvalidSchema { reason } => write!(f, "schema is not valid: {reason}"),
         }
     }
@@ -245,21 +252,26 @@ pub fn scan_json(data: &[u8], max_bytes: usize, max_depth: usize) -> Result<(), 
         });
     }
     let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for &byte in data {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if byte == b'\\' {
-                escaped = true;
-            } else if byte == b'"' {
-                in_string = false;
+    let mut index = 0usize;
+    while index < data.len() {
+        match data[index] {
+            b'"' => {
+                // Skip the string body: jump from quote/backslash to quote/backslash.
+                index += 1;
+                loop {
+                    let Some(offset) = memchr::memchr2(b'"', b'\\', &data[index..]) else {
+                        return Ok(()); // unterminated: the parser reports it
+                    };
+                    index += offset;
+                    if data[index] == b'"' {
+                        break;
+                    }
+                    index += 2; // a backslash and the byte it escapes
+                    if index >= data.len() {
+                        return Ok(());
+                    }
+                }
             }
-            continue;
-        }
-        match byte {
-            b'"' => in_string = true,
             b'[' | b'{' => {
                 depth += 1;
                 if depth > max_depth {
@@ -269,6 +281,7 @@ pub fn scan_json(data: &[u8], max_bytes: usize, max_depth: usize) -> Result<(), 
             b']' | b'}' => depth = depth.saturating_sub(1),
             _ => {}
         }
+        index += 1;
     }
     Ok(())
 }
@@ -357,17 +370,12 @@ pub fn check_schema(schema: &Value, limits: &Limits) -> Result<SchemaStats, Guar
         stats: SchemaStats::default(),
         anchors: AHashMap::new(),
         aliases: Vec::new(),
-        stack: vec![Frame {
-            node: schema,
-            depth: 1,
-            path: String::new(),
-            is_schema: true,
-        }],
+        references: Vec::new(),
+        seen_as_schema: AHashSet::new(),
+        stack: vec![Frame::root(schema)],
     };
-    while let Some(frame) = walker.stack.pop() {
-        walker.visit(frame)?;
-    }
-    check_alias_cycles(schema, &walker.anchors, &walker.aliases)?;
+    walker.run()?;
+    check_alias_cycles(&walker.anchors, &walker.aliases)?;
     Ok(walker.stats)
 }
 
@@ -379,24 +387,89 @@ struct Frame<'a> {
     path: String,
     /// Whether the node sits where a schema is expected (so `$ref` there is a reference).
     is_schema: bool,
+    /// The schema resource (nearest `$id`, or the root) that `#...` references resolve in.
+    resource: &'a Value,
+    /// False when the node was already counted and checked as data and is now revisited as a
+    /// schema because a reference points at it.
+    count: bool,
+}
+
+impl<'a> Frame<'a> {
+    fn root(schema: &'a Value) -> Self {
+        Self {
+            node: schema,
+            depth: 1,
+            path: String::new(),
+            is_schema: true,
+            resource: schema,
+            count: true,
+        }
+    }
 }
 
 /// An alias: a schema that is nothing but a `$ref` (plus annotations).
 struct Alias<'a> {
     node: &'a Value,
     reference: &'a str,
+    resource: &'a Value,
     path: String,
 }
+
+/// A local reference and the resource it resolves in.
+struct Reference<'a> {
+    target: &'a str,
+    resource: &'a Value,
+    path: String,
+}
+
+type AnchorKey = (*const Value, String);
 
 struct Walker<'a, 'l> {
     limits: &'l Limits,
     stats: SchemaStats,
-    anchors: AHashMap<String, &'a Value>,
+    anchors: AHashMap<AnchorKey, &'a Value>,
     aliases: Vec<Alias<'a>>,
+    references: Vec<Reference<'a>>,
+    seen_as_schema: AHashSet<*const Value>,
     stack: Vec<Frame<'a>>,
 }
 
 impl<'a> Walker<'a, '_> {
+    /// Walks the schema, then every place a local reference points at that the walk did not
+    /// already check as a schema (a reference into `enum` or an unknown keyword makes that data
+    /// a schema to the validator, so it must pass the same guards), until nothing new is found.
+    fn run(&mut self) -> Result<(), GuardViolation> {
+        let mut resolved = 0;
+        loop {
+            while let Some(frame) = self.stack.pop() {
+                self.visit(frame)?;
+            }
+            if resolved == self.references.len() {
+                return Ok(());
+            }
+            while resolved < self.references.len() {
+                let reference = &self.references[resolved];
+                resolved += 1;
+                let Some(target) =
+                    resolve_fragment(reference.resource, &self.anchors, reference.target)
+                else {
+                    continue;
+                };
+                if self.seen_as_schema.contains(&std::ptr::from_ref(target)) {
+                    continue;
+                }
+                self.stack.push(Frame {
+                    node: target,
+                    depth: 1,
+                    path: format!("{} -> {}", reference.path, reference.target),
+                    is_schema: true,
+                    resource: reference.resource,
+                    count: false,
+                });
+            }
+        }
+    }
+
     fn enter(&mut self, depth: usize, path: &str) -> Result<(), GuardViolation> {
         self.stats.depth = self.stats.depth.max(depth);
         if depth > self.limits.max_schema_depth {
@@ -417,8 +490,11 @@ impl<'a> Walker<'a, '_> {
         &mut self,
         map: &serde_json::Map<String, Value>,
         path: &str,
+        count: bool,
     ) -> Result<(), GuardViolation> {
-        self.stats.keywords += map.len();
+        if count {
+            self.stats.keywords += map.len();
+        }
         if self.stats.keywords > self.limits.max_schema_keywords {
             return Err(GuardViolation::TooManyKeywords {
                 limit: self.limits.max_schema_keywords,
@@ -442,6 +518,8 @@ impl<'a> Walker<'a, '_> {
             depth,
             path,
             is_schema,
+            mut resource,
+            count,
         } = frame;
         match node {
             Value::Number(number) if number.as_f64().is_some_and(|value| !value.is_finite()) => {
@@ -451,27 +529,46 @@ impl<'a> Walker<'a, '_> {
                 self.enter(depth, &path)?;
                 for (index, item) in items.iter().enumerate() {
                     let path = format!("{path}/{index}");
+                    let depth = depth + 1;
                     self.stack.push(Frame {
                         node: item,
-                        depth: depth + 1,
+                        depth,
                         path,
                         is_schema: false,
+                        resource,
+                        count,
                     });
                 }
                 Ok(())
             }
             Value::Object(map) => {
                 self.enter(depth, &path)?;
-                self.count_keys(map, &path)?;
+                self.count_keys(map, &path, count)?;
                 if is_schema {
-                    self.visit_schema_object(map, &path, node)?;
+                    self.seen_as_schema.insert(std::ptr::from_ref(node));
+                    if matches!(map.get("$id"), Some(Value::String(_))) {
+                        resource = node;
+                    }
+                    self.visit_schema_object(map, &path, node, resource)?;
                 }
+                let parent = Parent {
+                    depth,
+                    path: &path,
+                    is_schema,
+                    resource,
+                    count,
+                };
                 for (key, item) in map {
-                    self.push_member(key, item, depth, &path, is_schema)?;
+                    self.push_member(key, item, &parent)?;
                 }
                 Ok(())
             }
-            _ => Ok(()),
+            _ => {
+                if is_schema {
+                    self.seen_as_schema.insert(std::ptr::from_ref(node));
+                }
+                Ok(())
+            }
         }
     }
 
@@ -480,24 +577,32 @@ impl<'a> Walker<'a, '_> {
         &mut self,
         key: &str,
         item: &'a Value,
-        depth: usize,
-        path: &str,
-        is_schema: bool,
+        parent: &Parent<'a, '_>,
     ) -> Result<(), GuardViolation> {
+        let Parent {
+            depth,
+            path,
+            is_schema,
+            resource,
+            count,
+        } = *parent;
         let child_path = format!("{path}/{}", pointer_token(key));
         if is_schema && SCHEMA_MAP_KEYWORDS.contains(&key) {
             if let Value::Object(entries) = item {
                 self.enter(depth + 1, &child_path)?;
-                self.count_keys(entries, &child_path)?;
+                self.count_keys(entries, &child_path, count)?;
                 for (name, sub) in entries {
                     let path = format!("{child_path}/{}", pointer_token(name));
                     // `dependencies` may map a name to an array of names (draft 7): not a schema.
                     let is_schema = sub.is_object() || sub.is_boolean();
+                    let depth = depth + 2;
                     self.stack.push(Frame {
                         node: sub,
-                        depth: depth + 2,
+                        depth,
                         path,
                         is_schema,
+                        resource,
+                        count,
                     });
                 }
                 return Ok(());
@@ -508,22 +613,28 @@ impl<'a> Walker<'a, '_> {
                 self.enter(depth + 1, &child_path)?;
                 for (index, sub) in entries.iter().enumerate() {
                     let path = format!("{child_path}/{index}");
+                    let depth = depth + 2;
                     self.stack.push(Frame {
                         node: sub,
-                        depth: depth + 2,
+                        depth,
                         path,
                         is_schema: true,
+                        resource,
+                        count,
                     });
                 }
                 return Ok(());
             }
         }
         let is_schema = is_schema && SCHEMA_KEYWORDS.contains(&key);
+        let depth = depth + 1;
         self.stack.push(Frame {
             node: item,
-            depth: depth + 1,
+            depth,
             path: child_path,
             is_schema,
+            resource,
+            count,
         });
         Ok(())
     }
@@ -533,10 +644,13 @@ impl<'a> Walker<'a, '_> {
         map: &'a serde_json::Map<String, Value>,
         path: &str,
         node: &'a Value,
+        resource: &'a Value,
     ) -> Result<(), GuardViolation> {
         for anchor_key in ["$anchor", "$dynamicAnchor"] {
             if let Some(Value::String(name)) = map.get(anchor_key) {
-                self.anchors.entry(name.clone()).or_insert(node);
+                self.anchors
+                    .entry((std::ptr::from_ref(resource), name.clone()))
+                    .or_insert(node);
             }
         }
         let mut alias_of = None;
@@ -553,12 +667,18 @@ impl<'a> Walker<'a, '_> {
                     limit: self.limits.max_refs,
                 });
             }
+            let ref_path = format!("{path}/{}", pointer_token(key));
             if !reference.starts_with('#') {
                 return Err(GuardViolation::RefNotAllowed {
                     reference: reference.clone(),
-                    path: format!("{path}/{}", pointer_token(key)),
+                    path: ref_path,
                 });
             }
+            self.references.push(Reference {
+                target: reference,
+                resource,
+                path: ref_path,
+            });
             if key == "$ref" {
                 alias_of = Some(reference.as_str());
             }
@@ -575,6 +695,7 @@ impl<'a> Walker<'a, '_> {
             self.aliases.push(Alias {
                 node,
                 reference,
+                resource,
                 path,
             });
         }
@@ -582,40 +703,51 @@ impl<'a> Walker<'a, '_> {
     }
 }
 
+/// What a member needs to know about the object holding it.
+#[derive(Clone, Copy)]
+struct Parent<'a, 'p> {
+    depth: usize,
+    path: &'p str,
+    is_schema: bool,
+    resource: &'a Value,
+    count: bool,
+}
+
 fn resolve_fragment<'a>(
-    root: &'a Value,
-    anchors: &AHashMap<String, &'a Value>,
+    resource: &'a Value,
+    anchors: &AHashMap<AnchorKey, &'a Value>,
     reference: &str,
 ) -> Option<&'a Value> {
     let fragment = percent_decode(reference.strip_prefix('#')?);
     if fragment.is_empty() {
-        return Some(root);
+        return Some(resource);
     }
     if fragment.starts_with('/') {
-        return root.pointer(&fragment);
+        return resource.pointer(&fragment);
     }
-    anchors.get(&fragment).copied()
+    anchors
+        .get(&(std::ptr::from_ref(resource), fragment))
+        .copied()
 }
 
 fn check_alias_cycles<'a>(
-    root: &'a Value,
-    anchors: &AHashMap<String, &'a Value>,
+    anchors: &AHashMap<AnchorKey, &'a Value>,
     aliases: &[Alias<'a>],
 ) -> Result<(), GuardViolation> {
-    let by_node: AHashMap<*const Value, &str> = aliases
+    let by_node: AHashMap<*const Value, &Alias<'a>> = aliases
         .iter()
-        .map(|alias| (std::ptr::from_ref(alias.node), alias.reference))
+        .map(|alias| (std::ptr::from_ref(alias.node), alias))
         .collect();
     for alias in aliases {
         let mut seen: AHashSet<*const Value> = AHashSet::new();
         let mut current: *const Value = std::ptr::from_ref(alias.node);
-        while let Some(reference) = by_node.get(&current) {
+        while let Some(step) = by_node.get(&current) {
             if !seen.insert(current) {
                 return Err(GuardViolation::RefCycle {
                     path: alias.path.clone(),
                 });
             }
-            match resolve_fragment(root, anchors, reference) {
+            match resolve_fragment(step.resource, anchors, step.reference) {
                 Some(target) => current = std::ptr::from_ref(target),
                 None => break,
             }
@@ -700,6 +832,43 @@ mod tests {
         assert_eq!(check(&self_alias).unwrap_err().code(), "schema_ref_cycle");
         let anchored = json!({"$defs": {"a": {"$anchor": "x", "$ref": "#x"}}});
         assert_eq!(check(&anchored).unwrap_err().code(), "schema_ref_cycle");
+    }
+
+    #[test]
+    fn references_resolve_inside_their_id_resource() {
+        // `#/$defs/y` inside the `$id` resource means that resource's `y`, not the root's.
+        let scoped = json!({
+            "$defs": {
+                "r": {"$id": "http://e.example/r", "$defs": {"x": {"$ref": "#/$defs/y"}, "y": {"type": "string"}}},
+                "y": {"$ref": "#/$defs/r/$defs/x"}
+            },
+            "$ref": "#/$defs/y"
+        });
+        assert!(check(&scoped).is_ok());
+        let inner_cycle = json!({
+            "$defs": {"r": {"$id": "http://e.example/r", "$defs": {"x": {"$ref": "#/$defs/y"}, "y": {"$ref": "#/$defs/x"}}}}
+        });
+        assert_eq!(check(&inner_cycle).unwrap_err().code(), "schema_ref_cycle");
+    }
+
+    #[test]
+    fn data_a_reference_points_at_is_guarded_as_a_schema() {
+        let via_enum = json!({"enum": [{"$ref": "http://127.0.0.1:1/x"}], "$ref": "#/enum/0"});
+        assert_eq!(
+            check(&via_enum).unwrap_err().code(),
+            "schema_ref_not_allowed"
+        );
+        let via_unknown = json!({"x-extra": {"$ref": "file:///etc/passwd"}, "$ref": "#/x-extra"});
+        assert_eq!(
+            check(&via_unknown).unwrap_err().code(),
+            "schema_ref_not_allowed"
+        );
+        let cycle_in_data =
+            json!({"x-a": {"$ref": "#/x-b"}, "x-b": {"$ref": "#/x-a"}, "$ref": "#/x-a"});
+        assert_eq!(
+            check(&cycle_in_data).unwrap_err().code(),
+            "schema_ref_cycle"
+        );
     }
 
     #[test]

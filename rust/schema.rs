@@ -13,6 +13,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
 
+use jsonschema::json::{Json, SerdeJson};
 use jsonschema::{Draft, PatternOptions, Retrieve, Uri, Validator};
 use lru::LruCache;
 use serde_json::Value;
@@ -51,20 +52,21 @@ pub fn draft_of(schema: &Value) -> Result<Draft, GuardViolation> {
         "https://json-schema.org/draft/2020-12/schema" => Ok(Draft::Draft202012),
         "https://json-schema.org/draft/2019-09/schema" => Ok(Draft::Draft201909),
         "http://json-schema.org/draft-07/schema" => Ok(Draft::Draft7),
-        _ => Err(GuardViolation::InvalidSchema {
-            reason: format!(
-                "unsupported $schema {:?}; use draft 2020-12, 2019-09 or 7",
-                crate::guards::excerpt(uri, 120)
-            ),
+        _ => Err(GuardViolation::UnsupportedDraft {
+            declared: uri.clone(),
         }),
     }
 }
 
-/// Runs the guards and compiles a validator.
-pub fn build_validator(schema: &Value, limits: &Limits) -> Result<Validator, GuardViolation> {
+/// Runs the guards and compiles a validator for instances in the JSON representation `F`
+/// (`serde_json` values here; Python objects read in place in the bindings).
+pub fn build_validator<F: Json>(
+    schema: &Value,
+    limits: &Limits,
+) -> Result<Validator<F>, GuardViolation> {
     check_schema(schema, limits)?;
     let draft = draft_of(schema)?;
-    jsonschema::options()
+    jsonschema::options_for::<F>()
         .with_draft(draft)
         .with_retriever(DenyRetriever)
         .with_pattern_options(
@@ -89,7 +91,14 @@ pub struct Issue {
 }
 
 /// Up to `max` issues of `instance` against `validator`; empty when valid.
-pub fn collect_issues(validator: &Validator, instance: &Value, max: usize) -> Vec<Issue> {
+pub fn collect_issues<'i, F: Json>(
+    validator: &'i Validator<F>,
+    instance: F::Node<'i>,
+    max: usize,
+) -> Vec<Issue>
+where
+    F::Node<'i>: Copy,
+{
     if validator.is_valid(instance) {
         return Vec::new();
     }
@@ -105,8 +114,10 @@ pub fn collect_issues(validator: &Validator, instance: &Value, max: usize) -> Ve
 }
 
 /// A compiled schema with the canonical bytes it was built from (to tell digests apart).
-pub struct CompiledSchema {
-    pub validator: Validator,
+pub struct CompiledSchema<F: Json = SerdeJson> {
+    pub validator: Validator<F>,
+    /// Whether the schema holds references, so validation depth can follow instance depth.
+    pub recursive: bool,
     canonical: Box<[u8]>,
 }
 
@@ -119,20 +130,20 @@ pub struct CacheInfo {
     pub currsize: usize,
 }
 
-struct CacheState {
-    entries: LruCache<u64, Arc<CompiledSchema>>,
+struct CacheState<F: Json> {
+    entries: LruCache<u64, Arc<CompiledSchema<F>>>,
     hits: u64,
     misses: u64,
 }
 
 /// Bounded, thread-safe cache of compiled validators keyed by a digest of canonical bytes.
-pub struct SchemaCache {
-    state: Mutex<CacheState>,
+pub struct SchemaCache<F: Json = SerdeJson> {
+    state: Mutex<CacheState<F>>,
     hasher: ahash::RandomState,
     limits: Limits,
 }
 
-impl SchemaCache {
+impl<F: Json> SchemaCache<F> {
     /// An empty cache holding at most `limits.max_compiled_schemas` validators.
     pub fn new(limits: Limits) -> Self {
         let capacity = NonZeroUsize::new(limits.max_compiled_schemas).unwrap_or(NonZeroUsize::MIN);
@@ -153,7 +164,7 @@ impl SchemaCache {
         &self.limits
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, CacheState> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, CacheState<F>> {
         // A panic while holding the lock cannot leave the LRU half-updated in a way that matters
         // (entries are immutable `Arc`s), so a poisoned lock is simply taken over.
         self.state
@@ -168,47 +179,53 @@ impl SchemaCache {
         hasher.finish()
     }
 
-    /// The key of a compiled validator for `schema`, compiling (guards first) on a miss.
+    /// The compiled validator for `schema`, from the cache or compiled (guards first).
     ///
     /// `canonical` must be the schema's canonical JSON (sorted keys, compact), which the caller
-    /// has produced once; its size is the guarded schema size.
-    pub fn compile(&self, schema: &Value, canonical: &[u8]) -> Result<u64, GuardViolation> {
+    /// has produced once; its size is the guarded schema size. The caller holds the returned
+    /// `Arc`, so a later eviction never takes a validator away from someone using it, and a
+    /// digest collision can never hand one schema another schema's validator (the stored bytes
+    /// are compared; a colliding newcomer is compiled and simply not cached).
+    pub fn compile(
+        &self,
+        schema: &Value,
+        canonical: &[u8],
+    ) -> Result<Arc<CompiledSchema<F>>, GuardViolation> {
         if canonical.len() > self.limits.max_schema_bytes {
             return Err(GuardViolation::SchemaTooLarge {
                 bytes: canonical.len(),
                 limit: self.limits.max_schema_bytes,
             });
         }
-        let mut key = self.key_of(canonical);
-        {
+        let key = self.key_of(canonical);
+        let collides = {
             let mut state = self.lock();
-            if let Some(entry) = state.entries.get(&key) {
-                if *entry.canonical == *canonical {
+            match state.entries.get(&key).cloned() {
+                Some(entry) if *entry.canonical == *canonical => {
                     state.hits += 1;
-                    return Ok(key);
+                    return Ok(entry);
                 }
-                // A digest collision: keep both by moving the newcomer to a neighbouring key.
-                key = key.wrapping_add(1);
+                found => {
+                    state.misses += 1;
+                    found.is_some()
+                }
             }
-            state.misses += 1;
-        }
-        let validator = build_validator(schema, &self.limits)?;
+        };
+        let validator = build_validator::<F>(schema, &self.limits)?;
+        // Only references let validation depth follow instance depth; without them the schema's
+        // own (guarded) depth bounds it.
+        let recursive = canonical
+            .windows(5)
+            .any(|window| window == b"\"$ref" || window == b"\"$dyn");
         let entry = Arc::new(CompiledSchema {
             validator,
+            recursive,
             canonical: canonical.into(),
         });
-        self.lock().entries.put(key, entry);
-        Ok(key)
-    }
-
-    /// The compiled validator under `key`, if still cached.
-    pub fn get(&self, key: u64) -> Option<Arc<CompiledSchema>> {
-        let mut state = self.lock();
-        let found = state.entries.get(&key).cloned();
-        if found.is_some() {
-            state.hits += 1;
+        if !collides {
+            self.lock().entries.put(key, Arc::clone(&entry));
         }
-        found
+        Ok(entry)
     }
 
     /// Hit and miss counters, capacity and size.
@@ -240,9 +257,11 @@ mod tests {
             "required": ["city"],
             "additionalProperties": false
         });
-        let validator = build_validator(&schema, &Limits::default()).unwrap();
-        assert!(collect_issues(&validator, &json!({"city": "Paris"}), 8).is_empty());
-        let issues = collect_issues(&validator, &json!({"days": "sk-secret-value"}), 8);
+        let validator = build_validator::<SerdeJson>(&schema, &Limits::default()).unwrap();
+        let valid = json!({"city": "Paris"});
+        assert!(collect_issues(&validator, &valid, 8).is_empty());
+        let invalid = json!({"days": "sk-secret-value"});
+        let issues = collect_issues(&validator, &invalid, 8);
         let keywords: Vec<&str> = issues.iter().map(|issue| issue.keyword.as_str()).collect();
         assert!(keywords.contains(&"required"));
         assert!(keywords.contains(&"type"));
@@ -258,7 +277,7 @@ mod tests {
     fn remote_refs_never_reach_the_retriever() {
         let schema = json!({"$ref": "http://127.0.0.1:1/schema.json"});
         assert_eq!(
-            build_validator(&schema, &Limits::default())
+            build_validator::<SerdeJson>(&schema, &Limits::default())
                 .unwrap_err()
                 .code(),
             "schema_ref_not_allowed"
@@ -279,14 +298,14 @@ mod tests {
         assert!(draft_of(&json!({"$schema": "http://json-schema.org/draft-04/schema#"})).is_err());
         // Draft 7 semantics: `items` as an array is tuple validation.
         let tuple = json!({"$schema": "http://json-schema.org/draft-07/schema#", "items": [{"type": "string"}]});
-        let validator = build_validator(&tuple, &Limits::default()).unwrap();
+        let validator = build_validator::<SerdeJson>(&tuple, &Limits::default()).unwrap();
         assert!(!validator.is_valid(&json!([1])));
     }
 
     #[test]
     fn catastrophic_patterns_finish_fast() {
         let schema = json!({"type": "string", "pattern": "^(a+)+$"});
-        let validator = build_validator(&schema, &Limits::default()).unwrap();
+        let validator = build_validator::<SerdeJson>(&schema, &Limits::default()).unwrap();
         let input = Value::String(format!("{}!", "a".repeat(50_000)));
         let started = std::time::Instant::now();
         assert!(!validator.is_valid(&input));
@@ -295,40 +314,42 @@ mod tests {
     }
 
     #[test]
-    fn cache_hits_evicts_and_tells_collisions_apart() {
+    fn cache_hits_evicts_and_holders_keep_their_validator() {
         let mut limits = Limits::default();
         limits.set("max_compiled_schemas", 2).unwrap();
-        let cache = SchemaCache::new(limits);
+        let cache: SchemaCache = SchemaCache::new(limits);
         let schemas: Vec<Value> = (0..3).map(|i| json!({"maxLength": i})).collect();
-        let keys: Vec<u64> = schemas
+        let held: Vec<_> = schemas
             .iter()
             .map(|s| cache.compile(s, &canonical(s)).unwrap())
             .collect();
-        assert_eq!(
-            cache.compile(&schemas[2], &canonical(&schemas[2])).unwrap(),
-            keys[2]
+        let again = cache.compile(&schemas[2], &canonical(&schemas[2])).unwrap();
+        assert!(
+            Arc::ptr_eq(&again, &held[2]),
+            "a hit returns the cached validator"
         );
         let info = cache.info();
         assert_eq!(
             (info.hits, info.misses, info.maxsize, info.currsize),
             (1, 3, 2, 2)
         );
-        assert!(cache.get(keys[0]).is_none(), "the oldest entry was evicted");
-        assert!(cache.get(keys[2]).is_some());
+        // The oldest entry left the cache, but its holder still validates with it.
+        let first = cache.compile(&schemas[0], &canonical(&schemas[0])).unwrap();
+        assert!(!Arc::ptr_eq(&first, &held[0]));
+        assert!(held[0].validator.is_valid(&json!("")));
+        assert!(!held[0].validator.is_valid(&json!("x")));
     }
 
     #[test]
     fn oversized_canonical_schema_is_refused() {
         let mut limits = Limits::default();
         limits.set("max_schema_bytes", 10).unwrap();
-        let cache = SchemaCache::new(limits);
+        let cache: SchemaCache = SchemaCache::new(limits);
         let schema = json!({"description": "a long description"});
+        let refused = cache.compile(&schema, &canonical(&schema)).err();
         assert_eq!(
-            cache
-                .compile(&schema, &canonical(&schema))
-                .unwrap_err()
-                .code(),
-            "schema_too_large"
+            refused.map(|violation| violation.code()),
+            Some("schema_too_large")
         );
     }
 }

@@ -99,21 +99,29 @@ Issue = tuple[str, str, str]
 """``(path, keyword, message)`` of one validation problem."""
 
 @final
+class CompiledSchema:
+    """One compiled schema; whoever holds it keeps it, whatever the cache evicts."""
+
+    def validate(self, instance: object, max_issues: int = 64) -> list[Issue]:
+        """Issues of ``instance`` (empty when valid), validated in place."""
+    def parse_and_validate(
+        self, text: str | bytes, max_issues: int = 64
+    ) -> tuple[dict[str, object], list[Issue]]:
+        """Guarded parse of argument text and validation, in one crossing."""
+    @property
+    def recursive(self) -> bool: ...
+
+@final
 class SchemaValidator:
     """Schema guards, a compiled-schema LRU and argument parsing under one set of limits."""
 
     def __new__(cls, **limits: int) -> SchemaValidator: ...
     @property
     def limits_dict(self) -> list[tuple[str, int]]: ...
-    def compile(self, schema: object) -> int:
-        """Guards, compiles (or finds) and returns the cache key; raises ``SchemaGuardError``."""
-    def validate(self, key: int, instance: object, max_issues: int = 64) -> list[Issue] | None:
-        """Issues (empty when valid), or None when the validator was evicted."""
+    def compile(self, schema: object) -> CompiledSchema:
+        """Guards and compiles (or finds in the cache); raises ``SchemaGuardError``."""
     def parse(self, text: str | bytes) -> dict[str, object]:
         """Guarded parse of argument text; raises ``ArgumentsError``."""
-    def parse_and_validate(
-        self, key: int, text: str | bytes, max_issues: int = 64
-    ) -> tuple[dict[str, object], list[Issue] | None]: ...
     def cache_info(self) -> tuple[int, int, int, int]: ...
 
 def limit_table() -> list[tuple[str, int, int]]:

@@ -7,8 +7,8 @@ the guards before it is compiled, compiled validators kept in a bounded LRU in R
 checks ``tool.parameters`` and answers with an ``ErrorInfo`` a model can act on.
 
 Schemas are treated as immutable once used: the adapter remembers the compiled validator per
-schema object, so a schema dict changed in place after its first use keeps its old validator.
-Build a new dict instead.
+schema object (the last ``max_compiled_schemas`` of them), so a schema dict changed in place
+after its first use keeps its old validator. Build a new dict instead.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal, NamedTuple, Protocol
 
-from prism_tools._core import SchemaValidator, limit_table
+from prism_tools._core import CompiledSchema, SchemaValidator, limit_table
 from prism_tools.errors import SchemaGuardError
 from prism_tools.types import ErrorInfo, JSONValue, ToolDefinition, ToolExecutionContext
 
@@ -80,55 +80,68 @@ def _check_limits(limits: Mapping[str, Any]) -> dict[str, int]:
 class JsonSchemaAdapter:
     """A ``ToolArgumentValidator`` over the Rust core (see the module doc)."""
 
-    __slots__ = ("_core", "_keys", "_memo_size", "limits")
+    __slots__ = ("_core", "_memo", "_memo_size", "limits")
 
     def __init__(self, **limits: int) -> None:
         self.limits: dict[str, int] = {
             name: default for name, (default, _) in LIMITS.items()
         } | _check_limits(limits)
         self._core = SchemaValidator(**self.limits)
-        # id(schema) -> (schema, key). Holding the schema keeps its id from being reused.
-        self._keys: dict[int, tuple[object, int]] = {}
-        self._memo_size = max(64, 2 * self.limits["max_compiled_schemas"])
+        # id(schema) -> (schema, compiled). Holding the schema keeps its id from being reused;
+        # holding the compiled schema means an eviction from the core's LRU never leaves a
+        # known schema without its validator.
+        self._memo: dict[int, tuple[object, CompiledSchema]] = {}
+        self._memo_size = self.limits["max_compiled_schemas"]
 
-    def key_for(self, schema: object) -> int:
-        """The compiled-validator key of ``schema``; guards and compiles on first sight."""
-        entry = self._keys.get(id(schema))
+    def compiled(self, schema: object) -> CompiledSchema:
+        """The compiled validator of ``schema``; guards and compiles on first sight."""
+        entry = self._memo.get(id(schema))
         if entry is not None and entry[0] is schema:
             return entry[1]
-        key = self._core.compile(schema)
-        if len(self._keys) >= self._memo_size:
-            del self._keys[next(iter(self._keys))]  # oldest first: dicts keep insertion order
-        self._keys[id(schema)] = (schema, key)
-        return key
+        compiled = self._core.compile(schema)
+        if len(self._memo) >= self._memo_size:
+            del self._memo[next(iter(self._memo))]  # oldest first: dicts keep insertion order
+        self._memo[id(schema)] = (schema, compiled)
+        return compiled
 
     def check_schema(self, schema: object) -> None:
         """Raise ``SchemaGuardError`` unless ``schema`` passes the guards and compiles."""
-        self.key_for(schema)
+        self.compiled(schema)
 
     def issues(
         self, schema: object, value: Any, *, max_issues: int = MAX_ISSUES_IN_DETAILS
     ) -> list[tuple[str, str, str]]:
-        """Raw ``(path, keyword, message)`` issues; compiles again if the LRU evicted it."""
-        key = self.key_for(schema)
-        found = self._core.validate(key, value, max_issues)
-        if found is None:
-            self._keys.pop(id(schema), None)
-            found = self._core.validate(self.key_for(schema), value, max_issues)
-        return found or []
+        """Raw ``(path, keyword, message)`` issues of ``value``; empty when valid."""
+        entry = self._memo.get(id(schema))
+        if entry is not None and entry[0] is schema:
+            return entry[1].validate(value, max_issues)
+        return self.compiled(schema).validate(value, max_issues)
 
     def validate(self, schema: Mapping[str, JSONValue] | bool, value: Any) -> list[ArgumentIssue]:
         """Issues of ``value`` against ``schema``; empty when valid."""
-        return [ArgumentIssue(*issue) for issue in self.issues(schema, value)]
+        found = self.issues(schema, value)
+        return [ArgumentIssue(*issue) for issue in found] if found else []
 
     def is_valid(self, schema: Mapping[str, JSONValue] | bool, value: Any) -> bool:
         return not self.issues(schema, value, max_issues=1)
+
+    def parse_and_validate(
+        self, schema: Mapping[str, JSONValue] | bool, text: str | bytes
+    ) -> tuple[dict[str, JSONValue], list[ArgumentIssue]]:
+        """Argument text to a dict and its issues against ``schema``, in one crossing: the text
+        is parsed straight into Python objects and validated in place. Raises
+        ``ArgumentsError`` when the text is not one JSON object within the limits."""
+        entry = self._memo.get(id(schema))
+        compiled = entry[1] if entry is not None and entry[0] is schema else self.compiled(schema)
+        arguments, found = compiled.parse_and_validate(text)
+        return arguments, [ArgumentIssue(*issue) for issue in found] if found else []
 
     def parse(self, text: str | bytes) -> dict[str, JSONValue]:
         """Argument text to a dict, guards first; raises ``ArgumentsError``."""
         return self._core.parse(text)
 
     def cache_info(self) -> CacheInfo:
+        """Counters of the core's compiled-schema LRU."""
         return CacheInfo(*self._core.cache_info())
 
 
