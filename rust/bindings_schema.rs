@@ -18,9 +18,15 @@ use crate::guards::{ALL_LIMITS, GuardViolation, Limits, scan_json};
 use crate::schema::{CompiledSchema, Issue, SchemaCache, collect_issues};
 use jsonschema::json::{PendingErrorScope, Pyo3, probe_root, take_pending_error};
 
+/// Nesting allowed while reading a schema: one past the hard ceiling, so the guard walker sees
+/// (and locates) every schema that breaks the configured depth limit.
+const CONVERSION_DEPTH: usize = crate::guards::MAX_SCHEMA_DEPTH.ceiling + 1;
+/// Raw schema text may be this many times the byte limit before it is refused unread.
+const RAW_SCHEMA_SLACK: usize = 4;
+
 /// Why a Python value could not become JSON.
 enum Conversion {
-    TooDeep,
+    TooDeep { path: String },
     NotJson { path: String, what: String },
 }
 
@@ -80,7 +86,7 @@ fn to_value(
             });
     }
     if depth >= max_depth {
-        return Err(Conversion::TooDeep);
+        return Err(Conversion::TooDeep { path: path.clone() });
     }
     let base = path.len();
     if let Ok(dict) = object.cast::<PyDict>() {
@@ -137,11 +143,14 @@ fn text_bytes<'a>(text: &'a Bound<'_, PyAny>) -> PyResult<&'a [u8]> {
     )))
 }
 
-fn issues_to_python(issues: Vec<Issue>) -> Vec<(String, String, String)> {
-    issues
+/// Issues as `(path, keyword, message)` tuples, and the total count (which may be larger).
+type Found = (Vec<(String, String, String)>, usize);
+
+fn issues_to_python((issues, total): (Vec<Issue>, usize)) -> Found {
+    let described = issues
         .into_iter()
-        .map(|issue| (issue.path, issue.keyword, issue.message))
-        .collect()
+        .map(|issue| (issue.path, issue.keyword, issue.message));
+    (described.collect(), total)
 }
 
 /// Schema guards, a compiled-schema LRU and argument parsing under one set of limits.
@@ -177,16 +186,19 @@ fn validate_in_place(
     instance: &Bound<'_, PyAny>,
     max_depth: usize,
     max_issues: usize,
-) -> Vec<(String, String, String)> {
+) -> Found {
     // Without references the schema's own guarded depth bounds validation; with them, a deep
     // instance could drive deep recursion, so its depth is checked first.
     if entry.recursive && nests_deeper_than(instance, max_depth) {
         let violation = GuardViolation::ArgumentsTooDeep { limit: max_depth };
-        return vec![(
-            String::new(),
-            "max_argument_depth".into(),
-            violation.to_string(),
-        )];
+        return (
+            vec![(
+                String::new(),
+                "max_argument_depth".into(),
+                violation.to_string(),
+            )],
+            1,
+        );
     }
     let _scope = PendingErrorScope::enter();
     probe_root(instance.as_borrowed());
@@ -194,14 +206,11 @@ fn validate_in_place(
     if let Some(error) = take_pending_error() {
         // A value that is not JSON (a set, a custom object, a non-string key) somewhere inside.
         let message = Python::attach(|py| error.value(py).to_string());
-        return vec![(
-            String::new(),
-            "json".into(),
-            format!(
-                "arguments are not JSON: {}",
-                crate::guards::excerpt(&message, 160)
-            ),
-        )];
+        let message = format!(
+            "arguments are not JSON: {}",
+            crate::guards::excerpt(&message, 160)
+        );
+        return (vec![(String::new(), "json".into(), message)], 1);
     }
     issues_to_python(issues)
 }
@@ -394,16 +403,20 @@ impl PySchemaValidator {
         let limits = *self.limits();
         let value = if schema.is_instance_of::<PyString>() || schema.is_instance_of::<PyBytes>() {
             let data = text_bytes(schema)?;
-            if data.len() > limits.max_schema_bytes {
+            // The limit applies to the canonical bytes (checked after parsing); raw text may be
+            // pretty-printed, so only text far beyond the limit is refused unread.
+            if data.len() > limits.max_schema_bytes.saturating_mul(RAW_SCHEMA_SLACK) {
                 return Err(guard_error(&GuardViolation::SchemaTooLarge {
                     bytes: data.len(),
                     limit: limits.max_schema_bytes,
                 }));
             }
-            if scan_json(data, usize::MAX, limits.max_schema_depth).is_err() {
+            // Bound parser recursion by the hard ceiling; the walker reports the exact place of
+            // anything deeper than the configured limit.
+            if scan_json(data, usize::MAX, CONVERSION_DEPTH).is_err() {
                 return Err(guard_error(&GuardViolation::SchemaTooDeep {
                     limit: limits.max_schema_depth,
-                    path: "(text)".into(),
+                    path: "(text nests deeper than the hard ceiling)".into(),
                 }));
             }
             let mut deserializer = serde_json::Deserializer::from_slice(data);
@@ -415,12 +428,12 @@ impl PySchemaValidator {
             })?
         } else {
             let mut path = String::new();
-            match to_value(schema, 0, limits.max_schema_depth, &mut path) {
+            match to_value(schema, 0, CONVERSION_DEPTH, &mut path) {
                 Ok(value) => value,
-                Err(Conversion::TooDeep) => {
+                Err(Conversion::TooDeep { path }) => {
                     return Err(guard_error(&GuardViolation::SchemaTooDeep {
                         limit: limits.max_schema_depth,
-                        path: "(value)".into(),
+                        path,
                     }));
                 }
                 Err(Conversion::NotJson { path, what }) => {
@@ -488,11 +501,7 @@ pub(crate) struct PyCompiledSchema {
 impl PyCompiledSchema {
     /// Issues of `instance` (empty when valid), validated in place.
     #[pyo3(signature = (instance, max_issues = 64))]
-    fn validate(
-        &self,
-        instance: &Bound<'_, PyAny>,
-        max_issues: usize,
-    ) -> Vec<(String, String, String)> {
+    fn validate(&self, instance: &Bound<'_, PyAny>, max_issues: usize) -> Found {
         validate_in_place(
             &self.entry,
             instance,
@@ -509,7 +518,7 @@ impl PyCompiledSchema {
         py: Python<'py>,
         text: &Bound<'py, PyAny>,
         max_issues: usize,
-    ) -> PyResult<(Bound<'py, PyAny>, Vec<(String, String, String)>)> {
+    ) -> PyResult<(Bound<'py, PyAny>, Found)> {
         let arguments = parse_arguments(py, &self.limits, text_bytes(text)?)?;
         let issues = validate_in_place(
             &self.entry,

@@ -320,19 +320,55 @@ const SCHEMA_MAP_KEYWORDS: [&str; 6] = [
     "properties",
     "dependencies",
 ];
-/// Keywords that make a schema more than an alias when they sit beside `$ref`.
-const ANNOTATION_KEYWORDS: [&str; 11] = [
-    "$anchor",
-    "$dynamicAnchor",
-    "$comment",
-    "$defs",
-    "definitions",
-    "description",
-    "title",
-    "examples",
-    "default",
-    "deprecated",
-    "$schema",
+/// Keywords that constrain an instance. A schema holding `$ref` and none of these (only
+/// identifiers, annotations or unknown keywords beside it) is an alias: it accepts exactly what
+/// its target accepts, so a loop of aliases constrains nothing and is refused.
+const VALIDATING_KEYWORDS: [&str; 45] = [
+    "$dynamicRef",
+    "$recursiveRef",
+    "additionalItems",
+    "additionalProperties",
+    "allOf",
+    "anyOf",
+    "const",
+    "contains",
+    "contentEncoding",
+    "contentMediaType",
+    "contentSchema",
+    "dependencies",
+    "dependentRequired",
+    "dependentSchemas",
+    "else",
+    "enum",
+    "exclusiveMaximum",
+    "exclusiveMinimum",
+    "format",
+    "if",
+    "items",
+    "maxContains",
+    "maxItems",
+    "maxLength",
+    "maxProperties",
+    "maximum",
+    "minContains",
+    "minItems",
+    "minLength",
+    "minProperties",
+    "minimum",
+    "multipleOf",
+    "not",
+    "oneOf",
+    "pattern",
+    "patternProperties",
+    "prefixItems",
+    "properties",
+    "propertyNames",
+    "required",
+    "then",
+    "type",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "uniqueItems",
 ];
 
 fn pointer_token(token: &str) -> String {
@@ -340,7 +376,7 @@ fn pointer_token(token: &str) -> String {
 }
 
 fn is_reference_key(key: &str) -> bool {
-    key == "$ref" || key == "$dynamicRef"
+    key == "$ref" || key == "$dynamicRef" || key == "$recursiveRef"
 }
 
 /// Decodes the percent escapes of a URI fragment (`%25` -> `%`); malformed escapes stay as is.
@@ -683,9 +719,9 @@ impl<'a> Walker<'a, '_> {
                 alias_of = Some(reference.as_str());
             }
         }
-        let only_alias = map
+        let only_alias = !map
             .keys()
-            .all(|key| key == "$ref" || ANNOTATION_KEYWORDS.contains(&key.as_str()));
+            .any(|key| VALIDATING_KEYWORDS.contains(&key.as_str()));
         if let (Some(reference), true) = (alias_of, only_alias) {
             let path = if path.is_empty() {
                 "/".to_owned()
@@ -831,6 +867,13 @@ mod tests {
         let self_alias = json!({"$ref": "#"});
         assert_eq!(check(&self_alias).unwrap_err().code(), "schema_ref_cycle");
         let anchored = json!({"$defs": {"a": {"$anchor": "x", "$ref": "#x"}}});
+        assert_eq!(check(&anchored).unwrap_err().code(), "schema_ref_cycle");
+        let with_id = json!({"$id": "https://example.com/root.json", "$ref": "#"});
+        assert_eq!(check(&with_id).unwrap_err().code(), "schema_ref_cycle");
+        let annotated = json!({"$defs": {"a": {"$ref": "#/$defs/b", "readOnly": true}, "b": {"$ref": "#/$defs/a", "x-note": 1}}});
+        assert_eq!(check(&annotated).unwrap_err().code(), "schema_ref_cycle");
+        let constrained = json!({"$defs": {"a": {"$ref": "#/$defs/b", "type": "string"}, "b": {"$ref": "#/$defs/a"}}});
+        assert_eq!(check(&constrained).map(|stats| stats.refs), Ok(2));
         assert_eq!(check(&anchored).unwrap_err().code(), "schema_ref_cycle");
     }
 

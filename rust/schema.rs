@@ -91,26 +91,33 @@ pub struct Issue {
 }
 
 /// Up to `max` issues of `instance` against `validator`; empty when valid.
+///
+/// Returns the issues and how many there were in all (every error is counted; only the first
+/// `max` are described).
 pub fn collect_issues<'i, F: Json>(
     validator: &'i Validator<F>,
     instance: F::Node<'i>,
     max: usize,
-) -> Vec<Issue>
+) -> (Vec<Issue>, usize)
 where
     F::Node<'i>: Copy,
 {
     if validator.is_valid(instance) {
-        return Vec::new();
+        return (Vec::new(), 0);
     }
-    validator
-        .iter_errors(instance)
-        .take(max)
-        .map(|error| Issue {
-            path: error.instance_path().as_str().to_owned(),
-            keyword: error.kind().keyword().to_owned(),
-            message: error.masked().to_string(),
-        })
-        .collect()
+    let mut issues = Vec::new();
+    let mut total = 0;
+    for error in validator.iter_errors(instance) {
+        total += 1;
+        if issues.len() < max {
+            issues.push(Issue {
+                path: error.instance_path().as_str().to_owned(),
+                keyword: error.kind().keyword().to_owned(),
+                message: error.masked().to_string(),
+            });
+        }
+    }
+    (issues, total)
 }
 
 /// A compiled schema with the canonical bytes it was built from (to tell digests apart).
@@ -259,9 +266,11 @@ mod tests {
         });
         let validator = build_validator::<SerdeJson>(&schema, &Limits::default()).unwrap();
         let valid = json!({"city": "Paris"});
-        assert!(collect_issues(&validator, &valid, 8).is_empty());
+        assert!(collect_issues(&validator, &valid, 8).0.is_empty());
         let invalid = json!({"days": "sk-secret-value"});
-        let issues = collect_issues(&validator, &invalid, 8);
+        let (issues, total) = collect_issues(&validator, &invalid, 1);
+        assert_eq!((issues.len(), total), (1, 2));
+        let (issues, _) = collect_issues(&validator, &invalid, 8);
         let keywords: Vec<&str> = issues.iter().map(|issue| issue.keyword.as_str()).collect();
         assert!(keywords.contains(&"required"));
         assert!(keywords.contains(&"type"));

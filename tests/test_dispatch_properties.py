@@ -59,6 +59,7 @@ def parsed_text(text: str) -> Any:
     """What raw argument text should become: the JSON it holds, {} when blank, None if bad."""
     if not text.strip(" \t\n\r"):
         return {}
+
     def refuse(constant: str) -> Any:
         raise ValueError(f"{constant} is not JSON")
 

@@ -102,11 +102,11 @@ Issue = tuple[str, str, str]
 class CompiledSchema:
     """One compiled schema; whoever holds it keeps it, whatever the cache evicts."""
 
-    def validate(self, instance: object, max_issues: int = 64) -> list[Issue]:
-        """Issues of ``instance`` (empty when valid), validated in place."""
+    def validate(self, instance: object, max_issues: int = 64) -> tuple[list[Issue], int]:
+        """The first ``max_issues`` issues of ``instance`` and the total count, in place."""
     def parse_and_validate(
         self, text: str | bytes, max_issues: int = 64
-    ) -> tuple[dict[str, object], list[Issue]]:
+    ) -> tuple[dict[str, object], tuple[list[Issue], int]]:
         """Guarded parse of argument text and validation, in one crossing."""
     @property
     def recursive(self) -> bool: ...

@@ -71,12 +71,14 @@ from prism_tools.types import (
     ToolResult,
     ignore_progress,
 )
+from prism_tools.validation import ToolParameterValidator
 
 logger = logging.getLogger("prism_tools.dispatch")
 _build_result = builder(ToolResult)
 # Default limits for argument text that reaches dispatch unparsed (1 MiB, 64 levels); hosts
 # that want other limits parse first with prism_tools.parse_tool_arguments.
 _argument_parser = SchemaValidator()
+_NOT_CHECKED = object()  # no validation verdict computed ahead of the validation step
 
 ARGUMENTS_NOT_OBJECT = "Tool arguments must be a JSON object"
 ToolValidator = Callable[[ToolDefinition, dict[str, JSONValue], ToolExecutionContext], Any]
@@ -496,15 +498,26 @@ async def dispatch_tool_call(
     if call.arguments_error is not None:
         return await _block(audit, call, "invalid_arguments", call.arguments_error)
     arguments = call.arguments
+    early_verdict: Any = _NOT_CHECKED
     if type(arguments) is not dict:
         if type(arguments) is not str and type(arguments) is not bytes:
             return await _block(
                 audit, call, "invalid_arguments", ErrorInfo(message=ARGUMENTS_NOT_OBJECT)
             )
-        # Raw argument text, as OpenAI-style providers hand it over: parsed in the core,
-        # size and depth guarded before the parser runs.
+        # Raw argument text, as OpenAI-style providers hand it over: parsed in the core, size
+        # and depth guarded before the parser runs. With the JSON Schema validator, the text is
+        # parsed under its limits and checked in the same crossing; the verdict waits for the
+        # validation step below.
         try:
-            arguments = _argument_parser.parse(arguments)
+            checked = (
+                validate.parse_checked(tool, arguments)
+                if type(validate) is ToolParameterValidator
+                else None
+            )
+            if checked is None:
+                arguments = _argument_parser.parse(arguments)
+            else:
+                arguments, early_verdict = checked
         except ArgumentsError as err:
             refusal = ErrorInfo(message=str(err), code=ArgumentsError.code, name="ArgumentsError")
             return await _block(audit, call, "invalid_arguments", refusal)
@@ -540,7 +553,10 @@ async def dispatch_tool_call(
         except Exception as err:
             return await _block(audit, call, "permission_denied", error_info(err))
 
-    if validate is not None:
+    if early_verdict is not _NOT_CHECKED:
+        if early_verdict is not None:
+            return await _block(audit, call, "validation_failed", early_verdict)
+    elif validate is not None:
         try:
             outcome = validate(tool, arguments, run_context)
             if _isawaitable(outcome):

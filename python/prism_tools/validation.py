@@ -13,10 +13,11 @@ after its first use keeps its old validator. Build a new dict instead.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol, TypeAlias
 
 from prism_tools._core import CompiledSchema, SchemaValidator, limit_table
 from prism_tools.errors import SchemaGuardError
@@ -30,9 +31,13 @@ LIMITS: dict[str, tuple[int, int]] = {
 """Every limit keyword: ``(default, hard ceiling)``."""
 
 MAX_ISSUES_IN_MESSAGE = 8
-MAX_ISSUES_IN_DETAILS = 64
+MAX_ISSUES_IN_DETAILS = 256
 DEFAULT_MAX_MESSAGE_BYTES = 1024
 MAX_ISSUE_MESSAGE_BYTES = 160
+
+Found: TypeAlias = tuple[list[tuple[str, str, str]], int]
+"""Issues as ``(path, keyword, message)`` (the first ``MAX_ISSUES_IN_DETAILS``) and how many
+there were in all."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +85,7 @@ def _check_limits(limits: Mapping[str, Any]) -> dict[str, int]:
 class JsonSchemaAdapter:
     """A ``ToolArgumentValidator`` over the Rust core (see the module doc)."""
 
-    __slots__ = ("_core", "_memo", "_memo_size", "limits")
+    __slots__ = ("_core", "_lock", "_memo", "_memo_hits", "_memo_size", "limits")
 
     def __init__(self, **limits: int) -> None:
         self.limits: dict[str, int] = {
@@ -92,38 +97,43 @@ class JsonSchemaAdapter:
         # known schema without its validator.
         self._memo: dict[int, tuple[object, CompiledSchema]] = {}
         self._memo_size = self.limits["max_compiled_schemas"]
+        self._memo_hits = 0
+        self._lock = threading.Lock()  # taken on a first sight only, never on the hot path
 
     def compiled(self, schema: object) -> CompiledSchema:
         """The compiled validator of ``schema``; guards and compiles on first sight."""
         entry = self._memo.get(id(schema))
         if entry is not None and entry[0] is schema:
+            self._memo_hits += 1
             return entry[1]
         compiled = self._core.compile(schema)
-        if len(self._memo) >= self._memo_size:
-            del self._memo[next(iter(self._memo))]  # oldest first: dicts keep insertion order
-        self._memo[id(schema)] = (schema, compiled)
+        with self._lock:
+            while len(self._memo) >= self._memo_size:
+                del self._memo[next(iter(self._memo))]  # oldest first: insertion order
+            self._memo[id(schema)] = (schema, compiled)
         return compiled
 
     def check_schema(self, schema: object) -> None:
         """Raise ``SchemaGuardError`` unless ``schema`` passes the guards and compiles."""
         self.compiled(schema)
 
-    def issues(
+    def found(
         self, schema: object, value: Any, *, max_issues: int = MAX_ISSUES_IN_DETAILS
-    ) -> list[tuple[str, str, str]]:
-        """Raw ``(path, keyword, message)`` issues of ``value``; empty when valid."""
+    ) -> Found:
+        """Issues of ``value`` (the first ``max_issues``) and their total count."""
         entry = self._memo.get(id(schema))
         if entry is not None and entry[0] is schema:
+            self._memo_hits += 1
             return entry[1].validate(value, max_issues)
         return self.compiled(schema).validate(value, max_issues)
 
     def validate(self, schema: Mapping[str, JSONValue] | bool, value: Any) -> list[ArgumentIssue]:
         """Issues of ``value`` against ``schema``; empty when valid."""
-        found = self.issues(schema, value)
-        return [ArgumentIssue(*issue) for issue in found] if found else []
+        issues, _ = self.found(schema, value)
+        return [ArgumentIssue(*issue) for issue in issues] if issues else []
 
     def is_valid(self, schema: Mapping[str, JSONValue] | bool, value: Any) -> bool:
-        return not self.issues(schema, value, max_issues=1)
+        return self.found(schema, value, max_issues=1)[1] == 0
 
     def parse_and_validate(
         self, schema: Mapping[str, JSONValue] | bool, text: str | bytes
@@ -131,18 +141,28 @@ class JsonSchemaAdapter:
         """Argument text to a dict and its issues against ``schema``, in one crossing: the text
         is parsed straight into Python objects and validated in place. Raises
         ``ArgumentsError`` when the text is not one JSON object within the limits."""
+        arguments, (issues, _) = self.parse_and_find(schema, text)
+        return arguments, [ArgumentIssue(*issue) for issue in issues] if issues else []
+
+    def parse_and_find(
+        self, schema: object, text: str | bytes
+    ) -> tuple[dict[str, JSONValue], Found]:
+        """``parse_and_validate`` with raw issues and their total count."""
         entry = self._memo.get(id(schema))
-        compiled = entry[1] if entry is not None and entry[0] is schema else self.compiled(schema)
-        arguments, found = compiled.parse_and_validate(text)
-        return arguments, [ArgumentIssue(*issue) for issue in found] if found else []
+        if entry is not None and entry[0] is schema:
+            self._memo_hits += 1
+            return entry[1].parse_and_validate(text, MAX_ISSUES_IN_DETAILS)
+        return self.compiled(schema).parse_and_validate(text, MAX_ISSUES_IN_DETAILS)
 
     def parse(self, text: str | bytes) -> dict[str, JSONValue]:
         """Argument text to a dict, guards first; raises ``ArgumentsError``."""
         return self._core.parse(text)
 
     def cache_info(self) -> CacheInfo:
-        """Counters of the core's compiled-schema LRU."""
-        return CacheInfo(*self._core.cache_info())
+        """Hits (schemas found already compiled, by this adapter or in the core's LRU), misses
+        (compilations), and the LRU's capacity and size."""
+        hits, misses, maxsize, currsize = self._core.cache_info()
+        return CacheInfo(hits + self._memo_hits, misses, maxsize, currsize)
 
 
 def create_json_schema_adapter(**limits: int) -> JsonSchemaAdapter:
@@ -160,19 +180,32 @@ def _cut(text: str, limit: int) -> str:
 def format_issues(
     tool_name: str,
     issues: list[tuple[str, str, str]],
+    total: int | None = None,
     *,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
 ) -> ErrorInfo:
-    """The ``ErrorInfo`` a model sees for invalid arguments: at most eight ``"<path>: <message>"``
-    parts in a message of bounded size, every issue in ``details``."""
-    shown = [
-        f"{path or '/'}: {_cut(message, MAX_ISSUE_MESSAGE_BYTES)}"
-        for path, _, message in issues[:MAX_ISSUES_IN_MESSAGE]
-    ]
-    more = len(issues) - len(shown)
-    message = f"Invalid arguments for tool {tool_name}: " + "; ".join(shown)
-    if more > 0:
-        message += f" (and {more} more)"
+    """The ``ErrorInfo`` a model sees for invalid arguments.
+
+    The message names at most eight issues as ``"<path>: <message>"`` and stays within
+    ``max_message_bytes``; parts that do not fit are counted in a closing ``(and N more)``.
+    ``details`` lists every issue found (up to 256) and the total count.
+    """
+    total = len(issues) if total is None else total
+    head = f"Invalid arguments for tool {_cut(tool_name, 128)}: "
+    parts: list[str] = []
+    used = len(head.encode("utf-8"))
+    for path, _, message in issues[:MAX_ISSUES_IN_MESSAGE]:
+        part = f"{path or '/'}: {_cut(message, MAX_ISSUE_MESSAGE_BYTES)}"
+        # Room for the separator and for a worst-case suffix like " (and 99999 more)".
+        cost = len(part.encode("utf-8")) + 2
+        if used + cost + 24 > max_message_bytes and parts:
+            break
+        parts.append(part)
+        used += cost
+    message = head + "; ".join(parts)
+    hidden = total - len(parts)
+    if hidden > 0:
+        message += f" (and {hidden} more)"
     return ErrorInfo(
         message=_cut(message, max_message_bytes),
         code="invalid_tool_arguments",
@@ -182,8 +215,17 @@ def format_issues(
                 {"path": path, "keyword": keyword, "message": _cut(text, MAX_ISSUE_MESSAGE_BYTES)}
                 for path, keyword, text in issues
             ],
-            "count": len(issues),
+            "count": total,
         },
+    )
+
+
+def _guard_refusal(tool: ToolDefinition, err: SchemaGuardError) -> ErrorInfo:
+    return ErrorInfo(
+        message=f"Tool {tool.name} has a parameter schema the harness refuses: {err}",
+        code="schema_guard",
+        name="SchemaGuardError",
+        details={"reason": err.reason},
     )
 
 
@@ -194,16 +236,26 @@ class ToolParameterValidator:
 
     def __init__(
         self,
-        adapter: JsonSchemaAdapter,
+        adapter: ToolArgumentValidator,
         *,
         missing_schema: MissingSchemaPolicy = "allow",
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
         if missing_schema not in ("allow", "reject"):
             raise ValueError('missing_schema must be "allow" or "reject"')
+        if not callable(getattr(adapter, "validate", None)):
+            raise TypeError("adapter must have validate(schema, value) -> list[ArgumentIssue]")
         self.adapter = adapter
         self.missing_schema: MissingSchemaPolicy = missing_schema
         self.max_message_bytes = max_message_bytes
+
+    def _missing(self, tool: ToolDefinition) -> ErrorInfo | None:
+        if self.missing_schema == "allow":
+            return None
+        return ErrorInfo(
+            message=f"Tool {tool.name} has no parameter schema and cannot be checked",
+            code="missing_parameter_schema",
+        )
 
     def __call__(
         self,
@@ -213,36 +265,56 @@ class ToolParameterValidator:
     ) -> ErrorInfo | None:
         schema = tool.parameters
         if schema is None:
-            if self.missing_schema == "allow":
-                return None
-            return ErrorInfo(
-                message=f"Tool {tool.name} has no parameter schema and cannot be checked",
-                code="missing_parameter_schema",
-            )
+            return self._missing(tool)
+        adapter = self.adapter
         try:
-            issues = self.adapter.issues(schema, args)
+            if type(adapter) is JsonSchemaAdapter:
+                issues, total = adapter.found(schema, args)
+            else:
+                described = adapter.validate(schema, args)
+                issues = [(i.path, i.keyword, i.message) for i in described]
+                total = len(issues)
         except SchemaGuardError as err:
-            return ErrorInfo(
-                message=f"Tool {tool.name} has a parameter schema the harness refuses: {err}",
-                code=err.reason or "schema_guard",
-                name="SchemaGuardError",
-            )
-        if not issues:
+            return _guard_refusal(tool, err)
+        if not total:
             return None
-        return format_issues(tool.name, issues, max_message_bytes=self.max_message_bytes)
+        return format_issues(tool.name, issues, total, max_message_bytes=self.max_message_bytes)
+
+    def parse_checked(
+        self, tool: ToolDefinition, text: str | bytes
+    ) -> tuple[dict[str, JSONValue], ErrorInfo | None] | None:
+        """Parse argument text and check it against ``tool.parameters`` in one crossing.
+
+        Returns ``(arguments, problem)``, or None when this validator cannot do both at once
+        (then the caller parses and validates separately). Raises ``ArgumentsError`` for text
+        that is not one JSON object within the adapter's limits.
+        """
+        adapter = self.adapter
+        schema = tool.parameters
+        if type(adapter) is not JsonSchemaAdapter or schema is None:
+            return None
+        try:
+            arguments, (issues, total) = adapter.parse_and_find(schema, text)
+        except SchemaGuardError as err:
+            return adapter.parse(text), _guard_refusal(tool, err)
+        if not total:
+            return arguments, None
+        problem = format_issues(tool.name, issues, total, max_message_bytes=self.max_message_bytes)
+        return arguments, problem
 
     def cache_info(self) -> CacheInfo:
         """Counters of the compiled-schema cache behind this validator."""
-        return self.adapter.cache_info()
+        info = getattr(self.adapter, "cache_info", None)
+        if info is None:
+            raise TypeError("this validator's adapter keeps no cache")
+        return info()  # type: ignore[no-any-return]
 
 
 def create_tool_parameter_validator(
-    adapter: JsonSchemaAdapter, *, missing_schema: MissingSchemaPolicy = "allow"
+    adapter: ToolArgumentValidator, *, missing_schema: MissingSchemaPolicy = "allow"
 ) -> ToolParameterValidator:
-    """A ``validate=`` callback for dispatch that checks ``tool.parameters`` with ``adapter``;
-    ``missing_schema="reject"`` blocks tools that have no schema."""
-    if not isinstance(adapter, JsonSchemaAdapter):
-        raise TypeError("adapter must come from create_json_schema_adapter()")
+    """A ``validate=`` callback for dispatch that checks ``tool.parameters`` with ``adapter``
+    (any ``ToolArgumentValidator``); ``missing_schema="reject"`` blocks tools without a schema."""
     return ToolParameterValidator(adapter, missing_schema=missing_schema)
 
 
