@@ -75,6 +75,8 @@ from prism_tools.validation import ToolParameterValidator
 
 logger = logging.getLogger("prism_tools.dispatch")
 _build_result = builder(ToolResult)
+_build_event = builder(AgentEvent)
+_build_record = builder(ToolCallRecord)
 # Default limits for argument text that reaches dispatch unparsed (1 MiB, 64 levels); hosts
 # that want other limits parse first with prism_tools.parse_tool_arguments.
 _argument_parser = SchemaValidator()
@@ -228,7 +230,7 @@ class _Audit:
             return None
         context, tenant = self.context, self.tenant
         # Positional on purpose: binding twenty keywords costs more than building the record.
-        record = ToolCallRecord(
+        record = _build_record(
             new_row_id(),
             context.session_id,
             context.run_id,
@@ -248,6 +250,7 @@ class _Audit:
             progress,
             progress_metadata,
             progress_at,
+            None,  # metadata: set by session layers, never by dispatch
         )
         if self.redactor is not None:
             record = redact_run_ledger_record(record, self.redactor)
@@ -262,20 +265,21 @@ class _Audit:
     async def blocked(self, call: ToolCall, reason: BlockedReason, error: ErrorInfo) -> ToolResult:
         error = self.scrub(error)
         result = _blocked_result(call, reason, error)
-        pending = self.event(
-            AgentEvent(
-                type="tool_execution_blocked",
-                session_id=self.context.session_id,
-                run_id=self.context.run_id,
-                tool_call_id=call.id,
-                name=call.name,
-                reason=reason,
-                error=error,
-                metadata=self.timing("blocked"),
+        if self.emit is not None:
+            pending = self.event(
+                AgentEvent(
+                    type="tool_execution_blocked",
+                    session_id=self.context.session_id,
+                    run_id=self.context.run_id,
+                    tool_call_id=call.id,
+                    name=call.name,
+                    reason=reason,
+                    error=error,
+                    metadata=self.timing("blocked"),
+                )
             )
-        )
-        if pending is not None:
-            await pending
+            if pending is not None:
+                await pending
         pending = self.row(call, "blocked", result=result, reason=reason)
         if pending is not None:
             await pending
@@ -284,18 +288,19 @@ class _Audit:
     async def failed(self, call: ToolCall, error: ErrorInfo) -> ToolResult:
         error = self.scrub(error)
         result = ToolResult(tool_call_id=call.id, name=call.name, error=error)
-        pending = self.event(
-            AgentEvent(
-                type="tool_execution_error",
-                session_id=self.context.session_id,
-                run_id=self.context.run_id,
-                call=call,
-                error=error,
-                metadata=self.timing("error"),
+        if self.emit is not None:
+            pending = self.event(
+                AgentEvent(
+                    type="tool_execution_error",
+                    session_id=self.context.session_id,
+                    run_id=self.context.run_id,
+                    call=call,
+                    error=error,
+                    metadata=self.timing("error"),
+                )
             )
-        )
-        if pending is not None:
-            await pending
+            if pending is not None:
+                await pending
         pending = self.row(call, "error", result=result)
         if pending is not None:
             await pending
@@ -585,19 +590,20 @@ async def dispatch_tool_call(
         )
 
     if audit is not None:
-        pending = audit.event(
-            AgentEvent(
-                type="tool_execution_started",
-                session_id=context.session_id,
-                run_id=context.run_id,
-                call=call,
-            )
-        )
-        if pending is not None:
-            await pending
-        pending = audit.row(call, "started")
-        if pending is not None:
-            await pending
+        if audit.emit is not None:
+            # Positional build: this runs on every audited call (fields in declaration order).
+            pending = audit.event(
+                _build_event(
+                    "tool_execution_started", context.session_id, context.run_id,
+                    None, None, call, None, None, None, None, None, None, None, None,
+                )
+            )  # fmt: skip
+            if pending is not None:
+                await pending
+        if audit.ledger is not None:
+            pending = audit.row(call, "started")
+            if pending is not None:
+                await pending
 
     try:
         output = execute(arguments, run_context)
@@ -633,20 +639,20 @@ async def dispatch_tool_call(
     if audit is None:
         return result
     result = cast(ToolResult, audit.scrub(result))
-    pending = audit.event(
-        AgentEvent(
-            type="tool_execution_finished",
-            session_id=context.session_id,
-            run_id=context.run_id,
-            result=result,
-            metadata=audit.timing("finished"),
-        )
-    )
-    if pending is not None:
-        await pending
-    pending = audit.row(call, "finished", result=result)
-    if pending is not None:
-        await pending
+    if audit.emit is not None:
+        pending = audit.event(
+            _build_event(
+                "tool_execution_finished", context.session_id, context.run_id,
+                None, None, None, result, None, None, None, audit.timing("finished"),
+                None, None, None,
+            )
+        )  # fmt: skip
+        if pending is not None:
+            await pending
+    if audit.ledger is not None:
+        pending = audit.row(call, "finished", result=result)
+        if pending is not None:
+            await pending
     return result
 
 
