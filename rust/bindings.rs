@@ -268,9 +268,24 @@ impl PyToolFilter {
         self.inner.permits(name)
     }
 
-    /// Indexes of the names that pass, in input order.
-    fn apply(&self, names: Vec<PyBackedName>) -> Vec<u32> {
-        self.inner.apply(names.iter().map(|name| name.0.as_str()))
+    /// Indexes of the names that pass, in input order (names are read in place, not copied).
+    fn apply(&self, names: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
+        let mut permitted = Vec::new();
+        for (index, item) in names.try_iter()?.enumerate() {
+            let item = item?;
+            let Ok(name) = item.cast::<PyString>() else {
+                return Err(PyTypeError::new_err(format!(
+                    "tool names must be strings, got {}",
+                    type_name(&item)
+                )));
+            };
+            if self.inner.permits(name.to_str()?) {
+                permitted.push(u32::try_from(index).map_err(|_| {
+                    PyValueError::new_err("at most 4,294,967,295 names can be filtered at once")
+                })?);
+            }
+        }
+        Ok(permitted)
     }
 
     /// True when the filter restricts nothing.
@@ -307,23 +322,6 @@ impl PyToolFilter {
             allows.join(" & "),
             quote(self.inner.denied())
         )
-    }
-}
-
-/// A tool name taken from Python, refusing non-strings with a clear message.
-struct PyBackedName(String);
-
-impl<'a, 'py> FromPyObject<'a, 'py> for PyBackedName {
-    type Error = PyErr;
-
-    fn extract(value: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        let Ok(name) = value.cast::<PyString>() else {
-            return Err(PyTypeError::new_err(format!(
-                "tool names must be strings, got {}",
-                type_name(&value)
-            )));
-        };
-        Ok(Self(name.to_str()?.to_owned()))
     }
 }
 

@@ -194,13 +194,19 @@ def filter_tools(
     if isinstance(tools, ToolRegistry):
         return tools.filter(filter)
     listed = list(tools)
-    for tool in listed:
-        if not isinstance(tool, ToolDefinition):
-            raise TypeError(f"filter_tools expects ToolDefinition items, got {type(tool).__name__}")
     compiled = compile_filter(filter)
+    try:
+        names = [tool.name for tool in listed]
+    except AttributeError:
+        for tool in listed:
+            if not isinstance(tool, ToolDefinition):
+                raise TypeError(
+                    f"filter_tools expects ToolDefinition items, got {type(tool).__name__}"
+                ) from None
+        raise
     if compiled is None:
         return listed
-    return [listed[index] for index in compiled.apply([tool.name for tool in listed])]
+    return [listed[index] for index in compiled.apply(names)]
 
 
 class ContributedTools:
