@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from tests.support import EventLog
 
 from prism_tools import (
     AgentEvent,
@@ -45,18 +46,6 @@ class Spy:
         return self.value
 
 
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[AgentEvent] = []
-
-    def __call__(self, event: AgentEvent) -> None:
-        self.events.append(event)
-
-    @property
-    def types(self) -> list[str]:
-        return [event.type for event in self.events]
-
-
 def context(call_id: str = "call_1", **extra: Any) -> ToolExecutionContext:
     return ToolExecutionContext(session_id="s1", run_id="r1", tool_call_id=call_id, **extra)
 
@@ -71,9 +60,9 @@ def call(
 
 async def run(
     spy: Spy, the_call: ToolCall, *, name: str = "echo", **options: Any
-) -> tuple[ToolResult, Recorder, InMemoryRunLedger]:
+) -> tuple[ToolResult, EventLog, InMemoryRunLedger]:
     registry = create_tool_registry([ToolDefinition(name=name, execute=spy)])
-    recorder, ledger = Recorder(), InMemoryRunLedger()
+    recorder, ledger = EventLog(), InMemoryRunLedger()
     result = await dispatch_tool_call(
         the_call,
         registry=registry,
@@ -86,7 +75,7 @@ async def run(
 
 
 def assert_blocked_once(
-    spy: Spy, recorder: Recorder, ledger: InMemoryRunLedger, reason: str
+    spy: Spy, recorder: EventLog, ledger: InMemoryRunLedger, reason: str
 ) -> None:
     assert spy.calls == [], "a blocked call must never reach execute"
     assert recorder.types == ["tool_execution_blocked"]
@@ -284,7 +273,7 @@ async def test_before_execute_raising_blocks_with_execution_denied() -> None:
 
 async def test_unbound_tool_is_blocked_not_crashed() -> None:
     registry = create_tool_registry([ToolDefinition(name="imported")])
-    recorder = Recorder()
+    recorder = EventLog()
     result = await dispatch_tool_call(
         call("imported"), registry=registry, context=context(), emit=recorder
     )
@@ -331,7 +320,7 @@ async def test_event_sequence_across_success_error_and_unknown() -> None:
             ToolDefinition(name="fail", execute=failing),
         ]
     )
-    recorder, ledger = Recorder(), InMemoryRunLedger()
+    recorder, ledger = EventLog(), InMemoryRunLedger()
     options: dict[str, Any] = {"registry": registry, "emit": recorder, "ledger": ledger}
     await dispatch_tool_call(call("slow", call_id="a"), context=context("a"), **options)
     failed = await dispatch_tool_call(
@@ -475,7 +464,7 @@ async def test_cancellation_propagates_and_is_recorded() -> None:
         await asyncio.sleep(60)
 
     registry = create_tool_registry([ToolDefinition(name="hang", execute=hang)])
-    recorder, ledger = Recorder(), InMemoryRunLedger()
+    recorder, ledger = EventLog(), InMemoryRunLedger()
     task = asyncio.create_task(
         dispatch_tool_call(
             call("hang"), registry=registry, context=context(), emit=recorder, ledger=ledger
@@ -625,7 +614,7 @@ async def test_a_sync_host_progress_sink_works_without_events_or_ledger() -> Non
 async def test_blocked_results_say_why_in_metadata(with_audit: bool) -> None:
     spy = Spy()
     registry = create_tool_registry([ToolDefinition(name="echo", execute=spy)])
-    options: dict[str, Any] = {"emit": Recorder()} if with_audit else {}
+    options: dict[str, Any] = {"emit": EventLog()} if with_audit else {}
     result = await dispatch_tool_call(
         call("missing"), registry=registry, context=context(), **options
     )
@@ -640,7 +629,7 @@ async def test_event_subject_helpers_find_the_call_on_every_event_type() -> None
         raise RuntimeError("boom")
 
     registry = create_tool_registry([ToolDefinition(name="t", execute=tool_body)])
-    recorder = Recorder()
+    recorder = EventLog()
     for the_call in (call("t", call_id="a"), call("ghost", call_id="b")):
         await dispatch_tool_call(the_call, registry=registry, context=context(), emit=recorder)
     assert [(e.type, e.subject_call_id, e.subject_name) for e in recorder.events] == [

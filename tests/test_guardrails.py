@@ -8,9 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from tests import support
 
 from prism_tools import (
-    AgentEvent,
     GuardrailContext,
     GuardrailDecision,
     GuardrailRecord,
@@ -71,17 +71,7 @@ class GuardSpy:
         return GuardrailDecision(self.action)  # type: ignore[arg-type]
 
 
-class EventLog:
-    def __init__(self) -> None:
-        self.events: list[AgentEvent] = []
-
-    def __call__(self, event: AgentEvent) -> None:
-        self.events.append(event)
-
-    @property
-    def types(self) -> list[str]:
-        return [event.type for event in self.events]
-
+class EventLog(support.EventLog):
     @property
     def decisions(self) -> list[GuardrailRecord]:
         return [event.record for event in self.events if event.type == "guardrail_decision"]

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from tests.support import EventLog
 
 from prism_tools import (
-    AgentEvent,
     MiddlewareError,
     MiddlewareRegistry,
     ToolCall,
@@ -47,18 +47,6 @@ class CountingTool:
     async def __call__(self, args: dict[str, Any], context: ToolExecutionContext) -> Any:
         self.calls.append(args)
         return dict(args)
-
-
-class EventLog:
-    def __init__(self) -> None:
-        self.events: list[AgentEvent] = []
-
-    def __call__(self, event: AgentEvent) -> None:
-        self.events.append(event)
-
-    @property
-    def types(self) -> list[str]:
-        return [event.type for event in self.events]
 
 
 class DiagnosticLog:

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from tests.support import EventLog
 
 from prism_tools import (
-    AgentEvent,
     AgentIdentity,
     InMemoryRunLedger,
     MiddlewareRegistry,
@@ -60,18 +60,6 @@ class CountingTool:
     async def __call__(self, args: dict[str, Any], context: ToolExecutionContext) -> Any:
         self.contexts.append(context)
         return "ran"
-
-
-class EventLog:
-    def __init__(self) -> None:
-        self.events: list[AgentEvent] = []
-
-    def __call__(self, event: AgentEvent) -> None:
-        self.events.append(event)
-
-    @property
-    def types(self) -> list[str]:
-        return [event.type for event in self.events]
 
 
 class SpyTrust:
