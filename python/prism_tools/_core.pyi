@@ -7,6 +7,7 @@ __all__ = [
     "CHECK_DENIED",
     "CHECK_UNKNOWN",
     "ArgumentsError",
+    "CompiledSchema",
     "DuplicateToolError",
     "PrismError",
     "Registry",
@@ -95,18 +96,18 @@ class SecretMatcher:
     def replacement(self) -> str: ...
     def __len__(self) -> int: ...
 
-Issue = tuple[str, str, str]
+_Issue = tuple[str, str, str]
 """``(path, keyword, message)`` of one validation problem."""
 
 @final
 class CompiledSchema:
     """One compiled schema; whoever holds it keeps it, whatever the cache evicts."""
 
-    def validate(self, instance: object, max_issues: int = 64) -> tuple[list[Issue], int]:
+    def validate(self, instance: object, max_issues: int = 64) -> tuple[list[_Issue], int]:
         """The first ``max_issues`` issues of ``instance`` and the total count, in place."""
     def parse_and_validate(
         self, text: str | bytes, max_issues: int = 64
-    ) -> tuple[dict[str, object], tuple[list[Issue], int]]:
+    ) -> tuple[dict[str, object], tuple[list[_Issue], int]]:
         """Guarded parse of argument text and validation, in one crossing."""
     @property
     def recursive(self) -> bool: ...
