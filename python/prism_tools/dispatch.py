@@ -77,6 +77,7 @@ logger = logging.getLogger("prism_tools.dispatch")
 _build_result = builder(ToolResult)
 _build_event = builder(AgentEvent)
 _build_record = builder(ToolCallRecord)
+_build_context = builder(ToolExecutionContext)
 # Default limits for argument text that reaches dispatch unparsed (1 MiB, 64 levels); hosts
 # that want other limits parse first with prism_tools.parse_tool_arguments.
 _argument_parser = SchemaValidator()
@@ -544,14 +545,15 @@ async def dispatch_tool_call(
     ):
         run_context = context  # nothing to wrap: the tool sees the caller's context as is
     else:
-        run_context = ToolExecutionContext(
-            session_id=context.session_id,
-            run_id=context.run_id,
-            tool_call_id=call.id,
-            signal=context.signal,
-            metadata=context.metadata,
-            progress=_progress_reporter(context, audit, call),
-            identity=acting,
+        # session_id, run_id, tool_call_id, signal, metadata, progress, identity
+        run_context = _build_context(
+            context.session_id,
+            context.run_id,
+            call.id,
+            context.signal,
+            context.metadata,
+            _progress_reporter(context, audit, call),
+            acting,
         )
 
     if acting is not None or trust is not None or permission is not None:
