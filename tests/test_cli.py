@@ -12,8 +12,9 @@ import pytest
 
 from prism_tools import BLOCKED_REASONS, ToolExecutionContext, __version__
 from prism_tools.cli import main
-from prism_tools.demo import DEMO_SECRET, require_arguments, run_demo
+from prism_tools.demo import DEMO_SECRET, run_demo
 from prism_tools.examples import EXCLUSIVE_TOOL, PROGRESS_TOOL, example_tools
+from prism_tools.validation import create_json_schema_tool_argument_validator
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
@@ -120,14 +121,16 @@ def _call_id(event: Any) -> str | None:
 
 
 def test_validation_message_names_the_missing_arguments() -> None:
+    # The demo checks arguments with the JSON Schema validator over the catalog's schemas.
+    validate = create_json_schema_tool_argument_validator(missing_schema="reject")
     tool = next(tool for tool in example_tools() if tool.name == "get_weather_forecast")
     context = ToolExecutionContext(session_id="s", run_id="r", tool_call_id="c")
-    message = require_arguments(tool, {}, context)
-    assert message is not None
-    assert "city" in message
-    assert "days" in message
-    assert "Add them and call get_weather_forecast again." in message
-    assert require_arguments(tool, {"city": "Lisbon", "days": 2}, context) is None
+    problem = validate(tool, {}, context)
+    assert problem is not None
+    assert problem.message.startswith("Invalid arguments for tool get_weather_forecast: ")
+    assert '"city" is a required property' in problem.message
+    assert '"days" is a required property' in problem.message
+    assert validate(tool, {"city": "Lisbon", "days": 2}, context) is None
 
 
 def test_python_dash_m_runs_the_demo() -> None:

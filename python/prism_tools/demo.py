@@ -37,6 +37,7 @@ from prism_tools.types import (
     ToolExecutionContext,
     ToolResult,
 )
+from prism_tools.validation import create_json_schema_tool_argument_validator
 
 SESSION_ID = "demo-session"
 RUN_ID = "demo-run"
@@ -64,33 +65,6 @@ class ChangeFreezeError(Exception):
 # --------------------------------------------------------------------------------------------
 # The host's checks
 # --------------------------------------------------------------------------------------------
-
-
-def require_arguments(
-    tool: ToolDefinition, arguments: dict[str, JSONValue], context: ToolExecutionContext
-) -> str | None:
-    """A ``validate`` callback: every name in the schema's ``required`` list must be present.
-
-    The message names each missing argument with its type and description, so the model can fix
-    the call in one go.
-    """
-    schema = tool.parameters or {}
-    required = schema.get("required") or []
-    properties = schema.get("properties") or {}
-    missing = [name for name in required if name not in arguments]
-    if not missing:
-        return None
-    parts = []
-    for name in missing:
-        spec = properties.get(name) or {}
-        kind = spec.get("type", "value")
-        described = spec.get("description")
-        parts.append(f"{name} ({kind}: {described})" if described else f"{name} ({kind})")
-    return (
-        f"Missing required argument{'s' if len(missing) > 1 else ''} for {tool.name}: "
-        f"{'; '.join(parts)}. Add {'them' if len(missing) > 1 else 'it'} and call "
-        f"{tool.name} again."
-    )
 
 
 def change_freeze(call: ToolCall, tool: ToolDefinition, context: ToolExecutionContext) -> None:
@@ -280,6 +254,10 @@ async def run_demo(registry: ToolRegistry | None = None) -> DemoReport:
         # concurrent calls interleave (each call's own events stay in order).
         await asyncio.sleep(0)
 
+    # Every tool's arguments are checked against its JSON Schema in the Rust core; a tool without
+    # a schema would be refused.
+    validate_arguments = create_json_schema_tool_argument_validator(missing_schema="reject")
+
     async def dispatch(call: ToolCall) -> ToolResult:
         context = ToolExecutionContext(session_id=SESSION_ID, run_id=RUN_ID, tool_call_id=call.id)
         return await dispatch_tool_call(
@@ -287,7 +265,7 @@ async def run_demo(registry: ToolRegistry | None = None) -> DemoReport:
             registry=registry,
             context=context,
             filter=tool_filter,
-            validate=require_arguments,
+            validate=validate_arguments,
             before_execute=change_freeze,
             emit=emit,
             secrets=secrets,
