@@ -46,7 +46,9 @@ def test_demo_shows_every_outcome_and_never_the_secret(
     assert "ended as scripted" in out
     # Both ways of getting invalid_arguments are shown.
     assert out.count("blocked (invalid_arguments)") == 2
-    assert "Missing required argument for get_weather_forecast: days" in out
+    assert (
+        'Invalid arguments for tool get_weather_forecast: /: "days" is a required property' in out
+    )
 
 
 def test_demo_json_is_one_object_with_events_rows_and_results(
