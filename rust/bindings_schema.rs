@@ -160,22 +160,33 @@ pub(crate) struct PySchemaValidator {
 }
 
 /// Whether Python containers nest deeper than `max_depth` (iterative, stops at the first hit).
-fn nests_deeper_than(object: &Bound<'_, PyAny>, max_depth: usize) -> bool {
-    let mut stack: Vec<(Bound<'_, PyAny>, usize)> = vec![(object.clone(), 0)];
+fn nests_deeper_than<'py>(object: &Bound<'py, PyAny>, max_depth: usize) -> bool {
+    // Only containers go on the stack; scalars (most values) are skipped where they are found.
+    fn is_container(value: &Bound<'_, PyAny>) -> bool {
+        value.is_instance_of::<PyDict>()
+            || value.is_instance_of::<PyList>()
+            || value.is_instance_of::<PyTuple>()
+    }
+    if !is_container(object) {
+        return false;
+    }
+    let mut stack: Vec<(Bound<'py, PyAny>, usize)> = vec![(object.clone(), 1)];
     while let Some((node, depth)) = stack.pop() {
-        let children: Vec<Bound<'_, PyAny>> = if let Ok(dict) = node.cast::<PyDict>() {
-            dict.values().iter().collect()
-        } else if let Ok(list) = node.cast::<PyList>() {
-            list.iter().collect()
-        } else if let Ok(tuple) = node.cast::<PyTuple>() {
-            tuple.iter().collect()
-        } else {
-            continue;
-        };
-        if depth + 1 > max_depth {
+        if depth > max_depth {
             return true;
         }
-        stack.extend(children.into_iter().map(|child| (child, depth + 1)));
+        let mut push = |child: Bound<'py, PyAny>| {
+            if is_container(&child) {
+                stack.push((child, depth + 1));
+            }
+        };
+        if let Ok(dict) = node.cast::<PyDict>() {
+            dict.iter().for_each(|(_, child)| push(child));
+        } else if let Ok(list) = node.cast::<PyList>() {
+            list.iter().for_each(&mut push);
+        } else if let Ok(tuple) = node.cast::<PyTuple>() {
+            tuple.iter().for_each(&mut push);
+        }
     }
     false
 }
@@ -499,18 +510,17 @@ pub(crate) struct PyCompiledSchema {
 
 #[pymethods]
 impl PyCompiledSchema {
-    /// Issues of `instance` (empty when valid), validated in place.
+    /// Issues of `instance` and their count, validated in place; None when it is valid.
     #[pyo3(signature = (instance, max_issues = 64))]
-    fn validate(&self, instance: &Bound<'_, PyAny>, max_issues: usize) -> Found {
-        validate_in_place(
-            &self.entry,
-            instance,
-            self.limits.max_argument_depth,
-            max_issues,
-        )
+    fn validate(&self, instance: &Bound<'_, PyAny>, max_issues: usize) -> Option<Found> {
+        let found =
+            validate_in_place(&self.entry, instance, self.limits.max_argument_depth, max_issues);
+        // None for valid: the common answer costs no list and no tuple.
+        (found.1 > 0).then_some(found)
     }
 
-    /// Parses argument text (guards first) and validates it, in one crossing: `(dict, issues)`.
+    /// Parses argument text (guards first) and validates it, in one crossing:
+    /// `(dict, None)` when valid, `(dict, (issues, count))` otherwise.
     #[pyo3(signature = (text, max_issues = 64))]
     #[allow(clippy::type_complexity)]
     fn parse_and_validate<'py>(
@@ -518,15 +528,11 @@ impl PyCompiledSchema {
         py: Python<'py>,
         text: &Bound<'py, PyAny>,
         max_issues: usize,
-    ) -> PyResult<(Bound<'py, PyAny>, Found)> {
+    ) -> PyResult<(Bound<'py, PyAny>, Option<Found>)> {
         let arguments = parse_arguments(py, &self.limits, text_bytes(text)?)?;
-        let issues = validate_in_place(
-            &self.entry,
-            &arguments,
-            self.limits.max_argument_depth,
-            max_issues,
-        );
-        Ok((arguments, issues))
+        let depth = self.limits.max_argument_depth;
+        let found = validate_in_place(&self.entry, &arguments, depth, max_issues);
+        Ok((arguments, (found.1 > 0).then_some(found)))
     }
 
     /// Whether the schema holds references (instance depth is then checked before validating).

@@ -103,11 +103,11 @@ _Issue = tuple[str, str, str]
 class CompiledSchema:
     """One compiled schema; whoever holds it keeps it, whatever the cache evicts."""
 
-    def validate(self, instance: object, max_issues: int = 64) -> tuple[list[_Issue], int]:
-        """The first ``max_issues`` issues of ``instance`` and the total count, in place."""
+    def validate(self, instance: object, max_issues: int = 64) -> tuple[list[_Issue], int] | None:
+        """The first ``max_issues`` issues and their count, validated in place; None if valid."""
     def parse_and_validate(
         self, text: str | bytes, max_issues: int = 64
-    ) -> tuple[dict[str, object], tuple[list[_Issue], int]]:
+    ) -> tuple[dict[str, object], tuple[list[_Issue], int] | None]:
         """Guarded parse of argument text and validation, in one crossing."""
     @property
     def recursive(self) -> bool: ...

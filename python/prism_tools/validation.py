@@ -38,6 +38,7 @@ MAX_ISSUE_MESSAGE_BYTES = 160
 Found: TypeAlias = tuple[list[tuple[str, str, str]], int]
 """Issues as ``(path, keyword, message)`` (the first ``MAX_ISSUES_IN_DETAILS``) and how many
 there were in all."""
+VALID: Found = ([], 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +125,10 @@ class JsonSchemaAdapter:
         entry = self._memo.get(id(schema))
         if entry is not None and entry[0] is schema:
             self._memo_hits += 1
-            return entry[1].validate(value, max_issues)
-        return self.compiled(schema).validate(value, max_issues)
+            found = entry[1].validate(value, max_issues)
+        else:
+            found = self.compiled(schema).validate(value, max_issues)
+        return VALID if found is None else found
 
     def validate(self, schema: Mapping[str, JSONValue] | bool, value: Any) -> list[ArgumentIssue]:
         """Issues of ``value`` against ``schema``; empty when valid."""
@@ -151,8 +154,10 @@ class JsonSchemaAdapter:
         entry = self._memo.get(id(schema))
         if entry is not None and entry[0] is schema:
             self._memo_hits += 1
-            return entry[1].parse_and_validate(text, MAX_ISSUES_IN_DETAILS)
-        return self.compiled(schema).parse_and_validate(text, MAX_ISSUES_IN_DETAILS)
+            arguments, found = entry[1].parse_and_validate(text, MAX_ISSUES_IN_DETAILS)
+        else:
+            arguments, found = self.compiled(schema).parse_and_validate(text, MAX_ISSUES_IN_DETAILS)
+        return arguments, VALID if found is None else found
 
     def parse(self, text: str | bytes) -> dict[str, JSONValue]:
         """Argument text to a dict, guards first; raises ``ArgumentsError``."""
@@ -269,7 +274,16 @@ class ToolParameterValidator:
         adapter = self.adapter
         try:
             if type(adapter) is JsonSchemaAdapter:
-                issues, total = adapter.found(schema, args)
+                entry = adapter._memo.get(id(schema))
+                if entry is not None and entry[0] is schema:
+                    # The common case, kept to one dict probe and one call into the core.
+                    adapter._memo_hits += 1
+                    found = entry[1].validate(args, MAX_ISSUES_IN_DETAILS)
+                    if found is None:
+                        return None
+                    issues, total = found
+                else:
+                    issues, total = adapter.found(schema, args)
             else:
                 described = adapter.validate(schema, args)
                 issues = [(i.path, i.keyword, i.message) for i in described]
