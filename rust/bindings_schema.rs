@@ -513,8 +513,12 @@ impl PyCompiledSchema {
     /// Issues of `instance` and their count, validated in place; None when it is valid.
     #[pyo3(signature = (instance, max_issues = 64))]
     fn validate(&self, instance: &Bound<'_, PyAny>, max_issues: usize) -> Option<Found> {
-        let found =
-            validate_in_place(&self.entry, instance, self.limits.max_argument_depth, max_issues);
+        let found = validate_in_place(
+            &self.entry,
+            instance,
+            self.limits.max_argument_depth,
+            max_issues,
+        );
         // None for valid: the common answer costs no list and no tuple.
         (found.1 > 0).then_some(found)
     }
