@@ -44,6 +44,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def pytest_collect_file(file_path: Path, parent: Any) -> pytest.Module | None:
+    # Named on the command line, pytest collects the file itself; collect it only once.
+    if parent.session.isinitpath(file_path):
+        return None
     if file_path.suffix == ".py" and file_path.name.startswith("bench_"):
         return pytest.Module.from_parent(parent, path=file_path)
     return None

@@ -8,7 +8,7 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyFrozenSet, PyString};
+use pyo3::types::{PyBytes, PyDict, PyFrozenSet, PyString};
 
 use crate::errors::CoreError;
 use crate::filter::{FilterSpec, ToolFilter};
@@ -59,6 +59,7 @@ impl From<MatcherError> for PyErr {
 /// `dispatch` verdict codes returned by `Registry.check` (a slot is returned as itself).
 const CHECK_UNKNOWN: i64 = -1;
 const CHECK_DENIED: i64 = -2;
+const CHECK_NOT_OBJECT: i64 = -3;
 
 fn poisoned() -> PyErr {
     PyRuntimeError::new_err("tool registry lock poisoned by an earlier panic")
@@ -169,6 +170,34 @@ impl PyRegistry {
             CallCheck::Permitted(slot) => i64::from(slot),
             CallCheck::Unknown => CHECK_UNKNOWN,
             CallCheck::Denied(_) => CHECK_DENIED,
+        })
+    }
+
+    /// The dispatcher's step 4 in one crossing: lookup, filter, and whether `arguments` is a
+    /// JSON object (a dict whose keys are all strings). Returns the slot when all pass, -1 when
+    /// unknown, -2 when denied, and `-3 - slot` when the tool is permitted but the arguments are
+    /// not a JSON object (text to parse, or anything else).
+    #[pyo3(signature = (name, filter, arguments))]
+    fn check_call(
+        &self,
+        name: &str,
+        filter: Option<&PyToolFilter>,
+        arguments: &Bound<'_, PyAny>,
+    ) -> PyResult<i64> {
+        let slot = match self.read()?.check(name, filter.map(|f| &f.inner)) {
+            CallCheck::Permitted(slot) => i64::from(slot),
+            CallCheck::Unknown => return Ok(CHECK_UNKNOWN),
+            CallCheck::Denied(_) => return Ok(CHECK_DENIED),
+        };
+        let is_object = arguments.cast_exact::<PyDict>().is_ok_and(|dict| {
+            dict.keys()
+                .iter()
+                .all(|key| key.is_exact_instance_of::<PyString>())
+        });
+        Ok(if is_object {
+            slot
+        } else {
+            CHECK_NOT_OBJECT - slot
         })
     }
 
@@ -393,6 +422,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DuplicateToolError", py.get_type::<DuplicateToolError>())?;
     m.add("CHECK_UNKNOWN", CHECK_UNKNOWN)?;
     m.add("CHECK_DENIED", CHECK_DENIED)?;
+    m.add("CHECK_NOT_OBJECT", CHECK_NOT_OBJECT)?;
     m.add_class::<PyRegistry>()?;
     m.add_class::<PyToolFilter>()?;
     m.add_class::<PySecretMatcher>()?;

@@ -192,15 +192,20 @@ fn nests_deeper_than<'py>(object: &Bound<'py, PyAny>, max_depth: usize) -> bool 
 }
 
 /// Validates a Python object in place against a compiled schema.
+///
+/// `max_depth` is `None` when the instance's depth is already known to be bounded (it was
+/// parsed from text that `scan_json` checked).
 fn validate_in_place(
     entry: &CompiledSchema<Pyo3>,
     instance: &Bound<'_, PyAny>,
-    max_depth: usize,
+    max_depth: Option<usize>,
     max_issues: usize,
 ) -> Found {
     // Without references the schema's own guarded depth bounds validation; with them, a deep
     // instance could drive deep recursion, so its depth is checked first.
-    if entry.recursive && nests_deeper_than(instance, max_depth) {
+    if let Some(max_depth) = max_depth.filter(|_| entry.recursive)
+        && nests_deeper_than(instance, max_depth)
+    {
         let violation = GuardViolation::ArgumentsTooDeep { limit: max_depth };
         return (
             vec![(
@@ -513,12 +518,8 @@ impl PyCompiledSchema {
     /// Issues of `instance` and their count, validated in place; None when it is valid.
     #[pyo3(signature = (instance, max_issues = 64))]
     fn validate(&self, instance: &Bound<'_, PyAny>, max_issues: usize) -> Option<Found> {
-        let found = validate_in_place(
-            &self.entry,
-            instance,
-            self.limits.max_argument_depth,
-            max_issues,
-        );
+        let depth = Some(self.limits.max_argument_depth);
+        let found = validate_in_place(&self.entry, instance, depth, max_issues);
         // None for valid: the common answer costs no list and no tuple.
         (found.1 > 0).then_some(found)
     }
@@ -534,8 +535,8 @@ impl PyCompiledSchema {
         max_issues: usize,
     ) -> PyResult<(Bound<'py, PyAny>, Option<Found>)> {
         let arguments = parse_arguments(py, &self.limits, text_bytes(text)?)?;
-        let depth = self.limits.max_argument_depth;
-        let found = validate_in_place(&self.entry, &arguments, depth, max_issues);
+        // Depth is bounded already: parse_arguments ran scan_json under the same limit.
+        let found = validate_in_place(&self.entry, &arguments, None, max_issues);
         Ok((arguments, (found.1 > 0).then_some(found)))
     }
 

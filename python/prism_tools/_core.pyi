@@ -5,6 +5,7 @@ from typing import Final, final
 
 __all__ = [
     "CHECK_DENIED",
+    "CHECK_NOT_OBJECT",
     "CHECK_UNKNOWN",
     "ArgumentsError",
     "CompiledSchema",
@@ -22,6 +23,7 @@ __all__ = [
 __version__: Final[str]
 CHECK_UNKNOWN: Final[int]
 CHECK_DENIED: Final[int]
+CHECK_NOT_OBJECT: Final[int]
 
 class PrismError(Exception):
     """Base class of every error prism-tools raises on purpose."""
@@ -55,6 +57,9 @@ class Registry:
     def slot(self, name: str) -> int | None: ...
     def check(self, name: str, filter: ToolFilter | None = None) -> int:
         """The slot, ``CHECK_UNKNOWN`` or ``CHECK_DENIED``."""
+    def check_call(self, name: str, filter: ToolFilter | None, arguments: object) -> int:
+        """Lookup, filter and argument shape: the slot, ``CHECK_UNKNOWN``, ``CHECK_DENIED``, or
+        ``CHECK_NOT_OBJECT - slot`` when permitted but the arguments are not a JSON object."""
     def names(self) -> list[str]: ...
     def permitted_slots(self, filter: ToolFilter) -> list[int]: ...
     def __len__(self) -> int: ...

@@ -33,7 +33,13 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import CoroutineType
 from typing import Any, Protocol, cast
 
-from prism_tools._core import CHECK_DENIED, SchemaValidator, ToolFilter
+from prism_tools._core import (
+    CHECK_DENIED,
+    CHECK_NOT_OBJECT,
+    CHECK_UNKNOWN,
+    SchemaValidator,
+    ToolFilter,
+)
 from prism_tools._frozen import builder
 from prism_tools.errors import (
     ArgumentsError,
@@ -495,19 +501,27 @@ async def dispatch_tool_call(
         return await _block(audit, call, "unknown_tool", ErrorInfo(message=f"Unknown tool: {name}"))
     if filter is not None and type(filter) is not ToolFilter:
         filter = compile_filter(filter)
-    slot = registry._names.check(name, filter)
+    arguments = call.arguments
+    # Lookup, filter and the argument shape in one crossing into the core.
+    slot = registry._names.check_call(name, filter, arguments)
+    early_verdict: Any = _NOT_CHECKED
+    is_object = True
     if slot < 0:
+        if slot == CHECK_UNKNOWN:
+            return await _block(
+                audit, call, "unknown_tool", ErrorInfo(message=f"Unknown tool: {name}")
+            )
         if slot == CHECK_DENIED:
             return await _block(
                 audit, call, "tool_denied", ErrorInfo(message=f"Tool denied: {name}")
             )
-        return await _block(audit, call, "unknown_tool", ErrorInfo(message=f"Unknown tool: {name}"))
+        slot = CHECK_NOT_OBJECT - slot  # permitted, but the arguments are not a JSON object
+        is_object = False
     tool = registry._tools[slot]
     if call.arguments_error is not None:
         return await _block(audit, call, "invalid_arguments", call.arguments_error)
-    arguments = call.arguments
-    early_verdict: Any = _NOT_CHECKED
-    if type(arguments) is not dict:
+    if not is_object:
+        # A dict with a non-string key is not a JSON object either.
         if type(arguments) is not str and type(arguments) is not bytes:
             return await _block(
                 audit, call, "invalid_arguments", ErrorInfo(message=ARGUMENTS_NOT_OBJECT)
@@ -530,11 +544,6 @@ async def dispatch_tool_call(
             refusal = ErrorInfo(message=str(err), code=ArgumentsError.code, name="ArgumentsError")
             return await _block(audit, call, "invalid_arguments", refusal)
         call = ToolCall(call.id, name, arguments, None)
-    for key in arguments:
-        if type(key) is not str:  # a JSON object has string keys only
-            return await _block(
-                audit, call, "invalid_arguments", ErrorInfo(message=ARGUMENTS_NOT_OBJECT)
-            )
 
     acting = identity if identity is not None else context.identity
     if (
