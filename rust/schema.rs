@@ -230,7 +230,10 @@ impl<F: Json> SchemaCache<F> {
             canonical: canonical.into(),
         });
         if !collides {
-            self.lock().entries.put(key, Arc::clone(&entry));
+            // `push` hands back what it evicted; dropping a compiled validator takes a while, so
+            // it is dropped here, after the lock is released, not while other threads wait.
+            let evicted = self.lock().entries.push(key, Arc::clone(&entry));
+            drop(evicted);
         }
         Ok(entry)
     }

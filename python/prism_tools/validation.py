@@ -144,8 +144,15 @@ class JsonSchemaAdapter:
         """Argument text to a dict and its issues against ``schema``, in one crossing: the text
         is parsed straight into Python objects and validated in place. Raises
         ``ArgumentsError`` when the text is not one JSON object within the limits."""
-        arguments, (issues, _) = self.parse_and_find(schema, text)
-        return arguments, [ArgumentIssue(*issue) for issue in issues] if issues else []
+        entry = self._memo.get(id(schema))
+        if entry is not None and entry[0] is schema:
+            self._memo_hits += 1
+            arguments, found = entry[1].parse_and_validate(text, MAX_ISSUES_IN_DETAILS)
+        else:
+            arguments, found = self.compiled(schema).parse_and_validate(text, MAX_ISSUES_IN_DETAILS)
+        if found is None:
+            return arguments, []
+        return arguments, [ArgumentIssue(*issue) for issue in found[0]]
 
     def parse_and_find(
         self, schema: object, text: str | bytes
@@ -176,6 +183,8 @@ def create_json_schema_adapter(**limits: int) -> JsonSchemaAdapter:
 
 
 def _cut(text: str, limit: int) -> str:
+    if len(text) * 4 <= limit:
+        return text  # even four bytes a character fits: no need to encode
     data = text.encode("utf-8")
     if len(data) <= limit:
         return text
