@@ -163,16 +163,6 @@ impl PyRegistry {
         Ok(self.read()?.slot(name))
     }
 
-    /// Lookup plus filter in one crossing: the slot, -1 when unknown, -2 when a filter denies it.
-    #[pyo3(signature = (name, filter = None))]
-    fn check(&self, name: &str, filter: Option<&PyToolFilter>) -> PyResult<i64> {
-        Ok(match self.read()?.check(name, filter.map(|f| &f.inner)) {
-            CallCheck::Permitted(slot) => i64::from(slot),
-            CallCheck::Unknown => CHECK_UNKNOWN,
-            CallCheck::Denied(_) => CHECK_DENIED,
-        })
-    }
-
     /// The dispatcher's step 4 in one crossing: lookup, filter, and whether `arguments` is a
     /// JSON object (a dict whose keys are all strings). Returns the slot when all pass, -1 when
     /// unknown, -2 when denied, and `-3 - slot` when the tool is permitted but the arguments are

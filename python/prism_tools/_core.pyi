@@ -55,8 +55,6 @@ class Registry:
     def insert(self, name: str) -> tuple[int, bool]:
         """Add or replace ``name``; returns ``(slot, replaced)``."""
     def slot(self, name: str) -> int | None: ...
-    def check(self, name: str, filter: ToolFilter | None = None) -> int:
-        """The slot, ``CHECK_UNKNOWN`` or ``CHECK_DENIED``."""
     def check_call(self, name: str, filter: ToolFilter | None, arguments: object) -> int:
         """Lookup, filter and argument shape: the slot, ``CHECK_UNKNOWN``, ``CHECK_DENIED``, or
         ``CHECK_NOT_OBJECT - slot`` when permitted but the arguments are not a JSON object."""

@@ -294,7 +294,7 @@ class _Audit:
 
     async def failed(self, call: ToolCall, error: ErrorInfo) -> ToolResult:
         error = self.scrub(error)
-        result = ToolResult(tool_call_id=call.id, name=call.name, error=error)
+        result = _error_result(call, error)
         if self.emit is not None:
             pending = self.event(
                 AgentEvent(
