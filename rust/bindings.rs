@@ -424,5 +424,29 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         crate::bindings_schema::limit_table,
         m
     )?)?;
+    m.add(
+        "ToolSearchCapacityError",
+        py.get_type::<crate::bindings_search::ToolSearchCapacityError>(),
+    )?;
+    m.add_class::<crate::bindings_search::PyToolSearchIndex>()?;
+    m.add_class::<crate::bindings_search::PySearchHit>()?;
+    m.add("SEARCH_DEFAULT_TOP_K", crate::search::DEFAULT_TOP_K)?;
+    m.add("SEARCH_MAX_TOP_K", crate::search::MAX_TOP_K)?;
+    m.add(
+        "SEARCH_DEFAULT_MAX_INDEXED",
+        crate::search::DEFAULT_MAX_INDEXED,
+    )?;
+    m.add(
+        "SEARCH_MAX_INDEXED_CEILING",
+        crate::search::MAX_INDEXED_CEILING,
+    )?;
+    m.add(
+        "SEARCH_DEFAULT_MAX_QUERY_BYTES",
+        crate::search::DEFAULT_MAX_QUERY_BYTES,
+    )?;
+    m.add(
+        "SEARCH_MAX_QUERY_BYTES_CEILING",
+        crate::search::MAX_QUERY_BYTES_CEILING,
+    )?;
     Ok(())
 }

@@ -11,8 +11,11 @@ pub mod guards;
 pub mod redact;
 pub mod registry;
 pub mod schema;
+pub mod search;
 
 #[cfg(feature = "python")]
 mod bindings;
 #[cfg(feature = "python")]
 mod bindings_schema;
+#[cfg(feature = "python")]
+mod bindings_search;

@@ -1,7 +1,7 @@
 """Typed stub of the compiled core. Users import ``prism_tools``, not this module."""
 
 from collections.abc import Iterable, Sequence
-from typing import Final, final
+from typing import ClassVar, Final, Protocol, final
 
 __all__ = [
     "CHECK_DENIED",
@@ -10,12 +10,21 @@ __all__ = [
     "ArgumentsError",
     "CompiledSchema",
     "DuplicateToolError",
+    "SEARCH_DEFAULT_MAX_INDEXED",
+    "SEARCH_DEFAULT_MAX_QUERY_BYTES",
+    "SEARCH_DEFAULT_TOP_K",
+    "SEARCH_MAX_INDEXED_CEILING",
+    "SEARCH_MAX_QUERY_BYTES_CEILING",
+    "SEARCH_MAX_TOP_K",
     "PrismError",
     "Registry",
     "SchemaGuardError",
     "SchemaValidator",
     "SecretMatcher",
+    "SearchHit",
     "ToolFilter",
+    "ToolSearchCapacityError",
+    "ToolSearchIndex",
     "__version__",
     "limit_table",
 ]
@@ -24,6 +33,12 @@ __version__: Final[str]
 CHECK_UNKNOWN: Final[int]
 CHECK_DENIED: Final[int]
 CHECK_NOT_OBJECT: Final[int]
+SEARCH_DEFAULT_TOP_K: Final[int]
+SEARCH_MAX_TOP_K: Final[int]
+SEARCH_DEFAULT_MAX_INDEXED: Final[int]
+SEARCH_MAX_INDEXED_CEILING: Final[int]
+SEARCH_DEFAULT_MAX_QUERY_BYTES: Final[int]
+SEARCH_MAX_QUERY_BYTES_CEILING: Final[int]
 
 class PrismError(Exception):
     """Base class of every error prism-tools raises on purpose."""
@@ -130,3 +145,51 @@ class SchemaValidator:
 
 def limit_table() -> list[tuple[str, int, int]]:
     """``(name, default, ceiling)`` of every limit."""
+
+class ToolSearchCapacityError(PrismError):
+    """More tools than a tool search index may hold."""
+
+class _NamedTool(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+
+class _ToolSource(Protocol):
+    def list(self) -> Sequence[_NamedTool]: ...
+
+@final
+class SearchHit:
+    """One tool found by a search: its name, its BM25 score and the query words it matched."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def score(self) -> float: ...
+    @property
+    def matched(self) -> tuple[str, ...]: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+@final
+class ToolSearchIndex:
+    """A BM25 index over tool names and descriptions, built once, searched many times."""
+
+    def __new__(
+        cls,
+        tools: Iterable[_NamedTool] | _ToolSource | None = None,
+        *,
+        max_indexed: int | None = None,
+        max_query_bytes: int | None = None,
+    ) -> ToolSearchIndex: ...
+    def search(self, query: str, k: int | None = None) -> list[SearchHit]:
+        """The best ``k`` tools for ``query``, best first; ties keep index order."""
+    @property
+    def names(self) -> tuple[str, ...]: ...
+    @property
+    def max_indexed(self) -> int: ...
+    @property
+    def max_query_bytes(self) -> int: ...
+    def __len__(self) -> int: ...
+    def __contains__(self, key: object, /) -> bool: ...

@@ -1,0 +1,810 @@
+//! Lexical tool search: a BM25 index over tool names and descriptions.
+//!
+//! # Text to terms
+//! - Words are runs of alphanumeric characters (`char::is_alphanumeric`); everything else
+//!   separates. A run is also split at camelCase boundaries: before an uppercase letter that
+//!   follows a lowercase letter or a digit (`getWeatherNow`, `oauth2Token`), and before the last
+//!   capital of an acronym that starts a new word (`HTTPServer` -> http, server). Each word is
+//!   lowercased (`str::to_lowercase`). Names need no extra rule: `_`, `-`, `.` and `/` are not
+//!   alphanumeric, so they separate already.
+//! - Words in [`STOP_WORDS`] (common English function words) are dropped from documents and
+//!   queries alike.
+//! - The term of a word is its Snowball English (Porter2) stem when the word is ASCII, the word
+//!   itself otherwise (the English rules mean nothing for other scripts).
+//! - A word longer than [`PREFIX_CHARS`] characters also yields a prefix term: its first
+//!   [`PREFIX_CHARS`] characters. Prefix terms catch related forms the stemmer keeps apart
+//!   (`summaries`, `summarize`) and count [`PREFIX_WEIGHT`] of a full term.
+//!
+//! # Scoring
+//! BM25 with fielded term weights: a term's frequency in a tool is the sum of the weights of its
+//! occurrences ([`NAME_WEIGHT`] in the name, [`DESCRIPTION_WEIGHT`] in the description, times
+//! [`PREFIX_WEIGHT`] for prefix terms), and a tool's length is the sum of the weights of all its
+//! terms. With `N` tools, `df` the number of tools holding the term and `avgdl` the mean length:
+//!
+//! ```text
+//! idf    = ln(1 + (N - df + 0.5) / (df + 0.5))
+//! impact = idf * (tf * (K1 + 1) / (tf + K1 * (1 - B + B * len / avgdl)))
+//! score  = sum over distinct query terms of  query_weight * impact
+//! query_weight = (K3 + 1) * qtf / (K3 + qtf)   (times PREFIX_WEIGHT for a prefix term)
+//! ```
+//!
+//! `qtf` is how often the term occurs in the query; [`K3`] saturates repeats. Impacts are
+//! computed once at build time, so a search only adds precomputed numbers along the postings of
+//! the query's terms: its cost follows the postings it touches, not the catalog size. Ties keep
+//! index order (the registry's order). A tool that matches no query term is never a hit.
+
+use std::collections::hash_map::Entry;
+use std::fmt;
+use std::sync::Mutex;
+
+use ahash::AHashMap;
+use rust_stemmers::{Algorithm, Stemmer};
+
+/// BM25 term-frequency saturation.
+pub const K1: f64 = 1.2;
+/// BM25 length normalisation (0: none, 1: full).
+pub const B: f64 = 0.75;
+/// Query term-frequency saturation: a word said twice weighs 4/3, three times 3/2.
+pub const K3: f64 = 1.0;
+/// Weight of one occurrence in the tool name.
+pub const NAME_WEIGHT: f64 = 3.0;
+/// Weight of one occurrence in the description.
+pub const DESCRIPTION_WEIGHT: f64 = 1.0;
+/// Characters kept by a prefix term; only longer words yield one.
+pub const PREFIX_CHARS: usize = 4;
+/// Weight of a prefix term relative to the full term of the same occurrence.
+pub const PREFIX_WEIGHT: f64 = 0.5;
+
+/// Hits returned when the caller does not say.
+pub const DEFAULT_TOP_K: usize = 16;
+/// Most hits one search may return.
+pub const MAX_TOP_K: usize = 64;
+/// Tools one index holds unless the host raises the cap.
+pub const DEFAULT_MAX_INDEXED: usize = 1024;
+/// Highest cap a host may set.
+pub const MAX_INDEXED_CEILING: usize = 65_536;
+/// Query bytes read unless the host says otherwise; the rest is cut at a character boundary.
+pub const DEFAULT_MAX_QUERY_BYTES: usize = 4096;
+/// Highest query byte limit a host may set.
+pub const MAX_QUERY_BYTES_CEILING: usize = 65_536;
+
+/// Common English function words, sorted for binary search. They carry no topic, and every tool
+/// description is full of them.
+pub const STOP_WORDS: &[&str] = &[
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "could",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "down",
+    "during",
+    "each",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "me",
+    "more",
+    "most",
+    "my",
+    "myself",
+    "no",
+    "nor",
+    "not",
+    "now",
+    "of",
+    "off",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "same",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "very",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "would",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+];
+
+/// Why an index could not be built or a search could not run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SearchError {
+    /// More tools than the index cap.
+    TooManyTools { count: usize, cap: usize },
+    /// A cap outside `1..=MAX_INDEXED_CEILING`.
+    InvalidCap(usize),
+    /// A query byte limit outside `1..=MAX_QUERY_BYTES_CEILING`.
+    InvalidQueryLimit(usize),
+    /// `k` outside `1..=MAX_TOP_K`.
+    InvalidTopK(usize),
+    /// The same tool name twice.
+    DuplicateName(String),
+}
+
+impl fmt::Display for SearchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::TooManyTools { count, cap } => write!(
+                f,
+                "tool search index holds at most {cap} tools, got {count}; raise max_indexed (at most {MAX_INDEXED_CEILING}) or disclose every tool"
+            ),
+            Self::InvalidCap(cap) => write!(
+                f,
+                "max_indexed must be between 1 and {MAX_INDEXED_CEILING}, got {cap}"
+            ),
+            Self::InvalidQueryLimit(limit) => write!(
+                f,
+                "max_query_bytes must be between 1 and {MAX_QUERY_BYTES_CEILING}, got {limit}"
+            ),
+            Self::InvalidTopK(k) => write!(f, "k must be between 1 and {MAX_TOP_K}, got {k}"),
+            Self::DuplicateName(name) => {
+                write!(f, "tool search index got the tool name {name:?} twice")
+            }
+        }
+    }
+}
+
+impl std::error::Error for SearchError {}
+
+/// Calls `emit` with each lowercased word of `text`, in order, stop words included.
+pub fn for_each_word(text: &str, mut emit: impl FnMut(&str)) {
+    let mut word = String::new();
+    let mut chars = text.chars().peekable();
+    // Case of the previous character inside the current run: 0 none, 1 lower or digit, 2 upper.
+    let mut previous = 0u8;
+    while let Some(ch) = chars.next() {
+        if !ch.is_alphanumeric() {
+            flush(&mut word, &mut emit);
+            previous = 0;
+            continue;
+        }
+        let upper = ch.is_uppercase();
+        if upper && !word.is_empty() {
+            let acronym_end = previous == 2
+                && chars
+                    .peek()
+                    .is_some_and(|next| next.is_lowercase() && next.is_alphanumeric());
+            if previous == 1 || acronym_end {
+                flush(&mut word, &mut emit);
+            }
+        }
+        word.push(ch);
+        previous = if upper {
+            2
+        } else {
+            u8::from(ch.is_lowercase() || ch.is_numeric())
+        };
+    }
+    flush(&mut word, &mut emit);
+}
+
+fn flush(word: &mut String, emit: &mut impl FnMut(&str)) {
+    if word.is_empty() {
+        return;
+    }
+    if word.chars().any(char::is_uppercase) || !word.is_ascii() {
+        let lower = word.to_lowercase();
+        emit(&lower);
+    } else {
+        emit(word);
+    }
+    word.clear();
+}
+
+/// True for a word [`STOP_WORDS`] drops.
+pub fn is_stop_word(word: &str) -> bool {
+    STOP_WORDS.binary_search(&word).is_ok()
+}
+
+/// The prefix term of a word, when it is long enough to have one.
+fn prefix_term(word: &str) -> Option<String> {
+    let mut indices = word.char_indices();
+    let (cut, _) = indices.nth(PREFIX_CHARS)?;
+    let mut term = String::with_capacity(cut + 1);
+    // `#` is never part of a word, so prefix terms cannot collide with full terms.
+    term.push('#');
+    term.push_str(&word[..cut]);
+    Some(term)
+}
+
+/// Terms of one word: its full term and, for long words, its prefix term.
+struct WordTerms {
+    full: String,
+    prefix: Option<String>,
+}
+
+fn word_terms(stemmer: &Stemmer, word: &str) -> WordTerms {
+    let full = if word.is_ascii() {
+        stemmer.stem(word).into_owned()
+    } else {
+        word.to_owned()
+    };
+    WordTerms {
+        full,
+        prefix: prefix_term(word),
+    }
+}
+
+/// Cuts `text` to at most `max_bytes`, at a character boundary.
+pub fn cut_query(text: &str, max_bytes: usize) -> &str {
+    if text.len() <= max_bytes {
+        return text;
+    }
+    let mut end = max_bytes;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Posting {
+    doc: u32,
+    impact: f64,
+}
+
+/// One scored tool of a search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    /// Position of the tool in the index (its registry position).
+    pub doc: usize,
+    pub score: f64,
+    /// Indices into [`SearchResult::words`] of the query words that matched, in query order.
+    pub matched: Vec<u32>,
+}
+
+/// The outcome of one search.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SearchResult {
+    pub hits: Vec<Hit>,
+    /// The distinct non-stop words of the query, lowercased, in query order.
+    pub words: Vec<String>,
+}
+
+/// Reusable accumulator: one score slot per tool, reset along the touched list after each use.
+#[derive(Default)]
+struct Scratch {
+    scores: Vec<f64>,
+    touched: Vec<u32>,
+}
+
+/// A built, immutable BM25 index. Safe to share between threads.
+pub struct SearchIndex {
+    names: Vec<String>,
+    terms: AHashMap<String, u32>,
+    postings: Vec<Vec<Posting>>,
+    stemmer: Stemmer,
+    scratch: Mutex<Scratch>,
+}
+
+impl fmt::Debug for SearchIndex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SearchIndex")
+            .field("tools", &self.names.len())
+            .field("terms", &self.terms.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Checks a `k` before a search.
+pub fn check_top_k(k: usize) -> Result<(), SearchError> {
+    if (1..=MAX_TOP_K).contains(&k) {
+        Ok(())
+    } else {
+        Err(SearchError::InvalidTopK(k))
+    }
+}
+
+/// Checks a query byte limit.
+pub fn check_query_limit(limit: usize) -> Result<(), SearchError> {
+    if (1..=MAX_QUERY_BYTES_CEILING).contains(&limit) {
+        Ok(())
+    } else {
+        Err(SearchError::InvalidQueryLimit(limit))
+    }
+}
+
+impl SearchIndex {
+    /// Builds an index over `(name, description)` pairs, in order.
+    pub fn build<N, D>(tools: &[(N, D)], max_indexed: usize) -> Result<Self, SearchError>
+    where
+        N: AsRef<str>,
+        D: AsRef<str>,
+    {
+        if !(1..=MAX_INDEXED_CEILING).contains(&max_indexed) {
+            return Err(SearchError::InvalidCap(max_indexed));
+        }
+        if tools.len() > max_indexed {
+            return Err(SearchError::TooManyTools {
+                count: tools.len(),
+                cap: max_indexed,
+            });
+        }
+        let stemmer = Stemmer::create(Algorithm::English);
+        let mut seen: AHashMap<&str, ()> = AHashMap::with_capacity(tools.len());
+        let mut terms: AHashMap<String, u32> = AHashMap::new();
+        // Per term: (doc, weighted tf) in doc order; impacts replace tf once lengths are known.
+        let mut raw: Vec<Vec<(u32, f64)>> = Vec::new();
+        let mut lengths: Vec<f64> = Vec::with_capacity(tools.len());
+        let mut cache: AHashMap<String, WordTerms> = AHashMap::new();
+        for (doc, (name, description)) in tools.iter().enumerate() {
+            let name = name.as_ref();
+            if seen.insert(name, ()).is_some() {
+                return Err(SearchError::DuplicateName(name.to_owned()));
+            }
+            // `tools.len() <= MAX_INDEXED_CEILING`, so the position fits.
+            let doc = u32::try_from(doc).unwrap_or(u32::MAX);
+            let mut length = 0.0;
+            for (text, weight) in [
+                (name, NAME_WEIGHT),
+                (description.as_ref(), DESCRIPTION_WEIGHT),
+            ] {
+                for_each_word(text, |word| {
+                    if is_stop_word(word) {
+                        return;
+                    }
+                    let word_terms = match cache.entry(word.to_owned()) {
+                        Entry::Occupied(entry) => entry.into_mut(),
+                        Entry::Vacant(entry) => entry.insert(word_terms(&stemmer, word)),
+                    };
+                    let mut add = |term: &str, amount: f64| {
+                        let id = if let Some(&id) = terms.get(term) {
+                            id
+                        } else {
+                            let id = u32::try_from(raw.len()).unwrap_or(u32::MAX);
+                            terms.insert(term.to_owned(), id);
+                            raw.push(Vec::new());
+                            id
+                        };
+                        let list = &mut raw[id as usize];
+                        match list.last_mut() {
+                            Some((last_doc, frequency)) if *last_doc == doc => *frequency += amount,
+                            _ => list.push((doc, amount)),
+                        }
+                        length += amount;
+                    };
+                    add(&word_terms.full, weight);
+                    if let Some(prefix) = &word_terms.prefix {
+                        add(prefix, weight * PREFIX_WEIGHT);
+                    }
+                });
+            }
+            lengths.push(length);
+        }
+        let total: f64 = lengths.iter().sum();
+        #[allow(clippy::cast_precision_loss)] // at most 65,536 tools
+        let count = tools.len() as f64;
+        let average = if tools.is_empty() { 1.0 } else { total / count };
+        let postings = raw
+            .into_iter()
+            .map(|list| {
+                #[allow(clippy::cast_precision_loss)]
+                let df = list.len() as f64;
+                let idf = (1.0 + (count - df + 0.5) / (df + 0.5)).ln();
+                list.into_iter()
+                    .map(|(doc, tf)| {
+                        let length = lengths[doc as usize];
+                        Posting {
+                            doc,
+                            impact: idf
+                                * (tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length / average))),
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        Ok(Self {
+            names: tools
+                .iter()
+                .map(|(name, _)| name.as_ref().to_owned())
+                .collect(),
+            terms,
+            postings,
+            stemmer,
+            scratch: Mutex::new(Scratch::default()),
+        })
+    }
+
+    /// Number of indexed tools.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// True when no tool is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// Indexed tool names, in index order.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// Number of distinct terms (full and prefix).
+    pub fn term_count(&self) -> usize {
+        self.terms.len()
+    }
+
+    /// The best `k` tools for `query` (cut to `max_query_bytes` first), best first.
+    pub fn search(
+        &self,
+        query: &str,
+        k: usize,
+        max_query_bytes: usize,
+    ) -> Result<SearchResult, SearchError> {
+        check_top_k(k)?;
+        check_query_limit(max_query_bytes)?;
+        let query = cut_query(query, max_query_bytes);
+
+        // Distinct words in query order, and per distinct known term its count and words.
+        let mut words: Vec<String> = Vec::new();
+        let mut word_index: AHashMap<String, u32> = AHashMap::new();
+        // (term id, occurrences, is prefix, words holding it)
+        let mut full_terms: Vec<(u32, u32, Vec<u32>)> = Vec::new();
+        let mut prefix_terms: Vec<(u32, u32, Vec<u32>)> = Vec::new();
+        for_each_word(query, |word| {
+            if is_stop_word(word) {
+                return;
+            }
+            let index = if let Some(&index) = word_index.get(word) {
+                index
+            } else {
+                let index = u32::try_from(words.len()).unwrap_or(u32::MAX);
+                word_index.insert(word.to_owned(), index);
+                words.push(word.to_owned());
+                index
+            };
+            let terms = word_terms(&self.stemmer, word);
+            note_term(&self.terms, &terms.full, index, &mut full_terms);
+            if let Some(prefix) = &terms.prefix {
+                note_term(&self.terms, prefix, index, &mut prefix_terms);
+            }
+        });
+        if full_terms.is_empty() && prefix_terms.is_empty() {
+            return Ok(SearchResult {
+                hits: Vec::new(),
+                words,
+            });
+        }
+
+        let mut guard = self.scratch.try_lock().ok();
+        let mut local = Scratch::default();
+        let scratch: &mut Scratch = match guard.as_deref_mut() {
+            Some(shared) => shared,
+            None => &mut local,
+        };
+        if scratch.scores.len() < self.names.len() {
+            scratch.scores.resize(self.names.len(), 0.0);
+        }
+        let weighted = full_terms
+            .iter()
+            .map(|entry| (entry, 1.0))
+            .chain(prefix_terms.iter().map(|entry| (entry, PREFIX_WEIGHT)));
+        for ((term, occurrences, _), field_weight) in weighted {
+            let qtf = f64::from(*occurrences);
+            let weight = field_weight * ((K3 + 1.0) * qtf / (K3 + qtf));
+            for posting in &self.postings[*term as usize] {
+                let slot = &mut scratch.scores[posting.doc as usize];
+                if *slot == 0.0 {
+                    scratch.touched.push(posting.doc);
+                }
+                *slot += weight * posting.impact;
+            }
+        }
+        let mut ranked: Vec<(f64, u32)> = scratch
+            .touched
+            .iter()
+            .map(|&doc| (scratch.scores[doc as usize], doc))
+            .collect();
+        for &doc in &scratch.touched {
+            scratch.scores[doc as usize] = 0.0;
+        }
+        scratch.touched.clear();
+        drop(guard);
+
+        let order = |a: &(f64, u32), b: &(f64, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+        if ranked.len() > k {
+            ranked.select_nth_unstable_by(k - 1, order);
+            ranked.truncate(k);
+        }
+        ranked.sort_unstable_by(order);
+
+        let hits = ranked
+            .into_iter()
+            .map(|(score, doc)| Hit {
+                doc: doc as usize,
+                score,
+                matched: self.matched_words(doc, &full_terms, &prefix_terms, words.len()),
+            })
+            .collect();
+        Ok(SearchResult { hits, words })
+    }
+
+    fn matched_words(
+        &self,
+        doc: u32,
+        full_terms: &[(u32, u32, Vec<u32>)],
+        prefix_terms: &[(u32, u32, Vec<u32>)],
+        word_count: usize,
+    ) -> Vec<u32> {
+        let mut matched = vec![false; word_count];
+        for (term, _, holders) in full_terms.iter().chain(prefix_terms) {
+            let list = &self.postings[*term as usize];
+            if list.binary_search_by(|p| p.doc.cmp(&doc)).is_ok() {
+                for &word in holders {
+                    matched[word as usize] = true;
+                }
+            }
+        }
+        matched
+            .iter()
+            .enumerate()
+            .filter(|(_, hit)| **hit)
+            .map(|(index, _)| u32::try_from(index).unwrap_or(u32::MAX))
+            .collect()
+    }
+}
+
+/// Counts one occurrence of `term` (if the index knows it) for query word `word`.
+fn note_term(
+    known: &AHashMap<String, u32>,
+    term: &str,
+    word: u32,
+    seen: &mut Vec<(u32, u32, Vec<u32>)>,
+) {
+    let Some(&id) = known.get(term) else {
+        return;
+    };
+    if let Some(entry) = seen.iter_mut().find(|(existing, _, _)| *existing == id) {
+        entry.1 += 1;
+        if !entry.2.contains(&word) {
+            entry.2.push(word);
+        }
+    } else {
+        seen.push((id, 1, vec![word]));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for_each_word(text, |w| out.push(w.to_owned()));
+        out
+    }
+
+    fn index(tools: &[(&str, &str)]) -> SearchIndex {
+        SearchIndex::build(tools, DEFAULT_MAX_INDEXED).expect("builds")
+    }
+
+    fn names(index: &SearchIndex, query: &str, k: usize) -> Vec<String> {
+        index
+            .search(query, k, DEFAULT_MAX_QUERY_BYTES)
+            .expect("searches")
+            .hits
+            .iter()
+            .map(|hit| index.names()[hit.doc].clone())
+            .collect()
+    }
+
+    #[test]
+    fn stop_words_are_sorted_and_unique() {
+        assert!(STOP_WORDS.windows(2).all(|pair| pair[0] < pair[1]));
+    }
+
+    #[test]
+    fn words_split_on_separators_and_camel_case() {
+        assert_eq!(words("getWeatherNow"), ["get", "weather", "now"]);
+        assert_eq!(words("HTTPServer"), ["http", "server"]);
+        assert_eq!(words("oauth2Token"), ["oauth2", "token"]);
+        assert_eq!(
+            words("fs.read_file-v2/all"),
+            ["fs", "read", "file", "v2", "all"]
+        );
+        assert_eq!(words("  Café  ÜBER "), ["café", "über"]);
+        assert_eq!(words("ABC"), ["abc"]);
+        assert!(words("--- ... !!").is_empty());
+    }
+
+    #[test]
+    fn prefix_terms_only_for_long_words() {
+        assert_eq!(prefix_term("weather").as_deref(), Some("#weat"));
+        assert_eq!(prefix_term("book"), None);
+        assert_eq!(prefix_term("ünïcödé").as_deref(), Some("#ünïc"));
+    }
+
+    #[test]
+    fn cut_query_respects_character_boundaries() {
+        assert_eq!(cut_query("héllo", 2), "h");
+        assert_eq!(cut_query("héllo", 3), "hé");
+        assert_eq!(cut_query("abc", 10), "abc");
+    }
+
+    #[test]
+    fn name_matches_outrank_description_matches() {
+        let idx = index(&[
+            ("send_email", "Deliver a message to a mailbox."),
+            ("get_weather", "Forecast for a city; not an email tool."),
+        ]);
+        assert_eq!(names(&idx, "email", 16), ["send_email", "get_weather"]);
+        assert_eq!(names(&idx, "weather forecast", 16), ["get_weather"]);
+    }
+
+    #[test]
+    fn stemming_and_prefixes_join_word_forms() {
+        let idx = index(&[
+            ("summarize_text", "Summarization of long documents."),
+            ("translate", "Translation between languages."),
+        ]);
+        let result = idx.search("summaries of documents", 16, 4096).expect("ok");
+        assert_eq!(result.hits.len(), 1);
+        assert_eq!(result.words, ["summaries", "documents"]);
+        assert_eq!(result.hits[0].matched, [0, 1]);
+    }
+
+    #[test]
+    fn ties_keep_index_order() {
+        let idx = index(&[("zeta_tool", "same words"), ("alpha_tool", "same words")]);
+        assert_eq!(names(&idx, "same words", 16), ["zeta_tool", "alpha_tool"]);
+    }
+
+    #[test]
+    fn empty_and_stop_word_queries_find_nothing() {
+        let idx = index(&[("t", "the weather")]);
+        assert!(idx.search("", 16, 4096).expect("ok").hits.is_empty());
+        assert!(
+            idx.search("the of and", 16, 4096)
+                .expect("ok")
+                .hits
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn limits_are_checked() {
+        let tools = [("a", ""), ("b", "")];
+        assert_eq!(
+            SearchIndex::build(&tools, 1).unwrap_err(),
+            SearchError::TooManyTools { count: 2, cap: 1 }
+        );
+        assert_eq!(
+            SearchIndex::build(&tools, 0).unwrap_err(),
+            SearchError::InvalidCap(0)
+        );
+        assert_eq!(
+            SearchIndex::build(&[("a", ""), ("a", "")], 4).unwrap_err(),
+            SearchError::DuplicateName("a".into())
+        );
+        let idx = index(&tools);
+        assert_eq!(
+            idx.search("x", 0, 4096).unwrap_err(),
+            SearchError::InvalidTopK(0)
+        );
+        assert_eq!(
+            idx.search("x", 65, 4096).unwrap_err(),
+            SearchError::InvalidTopK(65)
+        );
+        assert_eq!(
+            idx.search("x", 1, 65_537).unwrap_err(),
+            SearchError::InvalidQueryLimit(65_537)
+        );
+    }
+
+    #[test]
+    fn top_k_cuts_the_ranking() {
+        let tools: Vec<(String, String)> = (0..40)
+            .map(|i| (format!("tool_{i}"), "shared word".to_owned()))
+            .collect();
+        let idx = SearchIndex::build(&tools, 64).expect("builds");
+        let result = idx.search("shared", 5, 4096).expect("ok");
+        let docs: Vec<usize> = result.hits.iter().map(|hit| hit.doc).collect();
+        assert_eq!(docs, [0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn empty_index_searches_cleanly() {
+        let tools: [(&str, &str); 0] = [];
+        let idx = index(&tools);
+        assert!(
+            idx.search("anything", 16, 4096)
+                .expect("ok")
+                .hits
+                .is_empty()
+        );
+    }
+}
