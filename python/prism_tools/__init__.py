@@ -29,6 +29,7 @@ from prism_tools.errors import (
     RunLimitError,
     SchemaGuardError,
     ToolScopeError,
+    ToolSearchCapacityError,
     TrustDeniedError,
     UnknownToolError,
 )
@@ -68,6 +69,7 @@ from prism_tools.registry import (
     create_tool_registry,
     filter_tools,
 )
+from prism_tools.search import SearchHit, ToolSearchIndex
 from prism_tools.types import (
     BLOCKED_REASONS,
     AgentEvent,
@@ -127,6 +129,7 @@ __all__ = [
     "RunLedger",
     "RunLimitError",
     "SchemaGuardError",
+    "SearchHit",
     "SecretRedactor",
     "ToolArgumentValidator",
     "ToolCall",
@@ -138,6 +141,8 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "ToolScopeError",
+    "ToolSearchCapacityError",
+    "ToolSearchIndex",
     "TrustDecision",
     "TrustDeniedError",
     "TrustPolicy",

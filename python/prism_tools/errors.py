@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from prism_tools._core import ArgumentsError, DuplicateToolError, PrismError, SchemaGuardError
+from prism_tools._core import (
+    ArgumentsError,
+    DuplicateToolError,
+    PrismError,
+    SchemaGuardError,
+    ToolSearchCapacityError,
+)
 
 PrismError.code = "ERR_PRISM"
 DuplicateToolError.code = "ERR_PRISM_DUPLICATE_TOOL"
@@ -17,6 +23,7 @@ DuplicateToolError.code = "ERR_PRISM_DUPLICATE_TOOL"
 # failure (e.g. "schema_ref_not_allowed", "arguments_too_deep", "invalid_json").
 SchemaGuardError.code = "ERR_PRISM_SCHEMA_GUARD"
 ArgumentsError.code = "invalid_json_arguments"
+ToolSearchCapacityError.code = "ERR_PRISM_SEARCH_CAPACITY"
 
 
 def _reason(self: BaseException) -> str | None:
@@ -118,6 +125,7 @@ __all__ = [
     "RunLimitError",
     "SchemaGuardError",
     "ToolScopeError",
+    "ToolSearchCapacityError",
     "TrustDeniedError",
     "UnknownToolError",
 ]
