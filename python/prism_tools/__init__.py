@@ -16,6 +16,13 @@ except ImportError as err:  # pragma: no cover - depends on the installed wheel
     ) from err
 
 from prism_tools._core import ToolFilter
+from prism_tools.disclosure import (
+    ToolActivationState,
+    ToolDisclosure,
+    create_search_tools_tool,
+    disclose_tools,
+    plan_tool_disclosure,
+)
 from prism_tools.dispatch import ARGUMENTS_NOT_OBJECT, dispatch_tool_call, error_info
 from prism_tools.errors import (
     ArgumentsError,
@@ -131,10 +138,12 @@ __all__ = [
     "SchemaGuardError",
     "SearchHit",
     "SecretRedactor",
+    "ToolActivationState",
     "ToolArgumentValidator",
     "ToolCall",
     "ToolCallRecord",
     "ToolDefinition",
+    "ToolDisclosure",
     "ToolExecutionContext",
     "ToolFilter",
     "ToolParameterValidator",
@@ -155,15 +164,18 @@ __all__ = [
     "create_json_schema_adapter",
     "create_json_schema_tool_argument_validator",
     "create_middleware_registry",
+    "create_search_tools_tool",
     "create_secret_redactor",
     "create_static_permission_policy",
     "create_static_trust_policy",
     "create_tool_parameter_validator",
     "create_tool_registry",
+    "disclose_tools",
     "dispatch_tool_call",
     "error_info",
     "filter_tools",
     "guardrail",
     "parse_tool_arguments",
+    "plan_tool_disclosure",
     "redact_run_ledger_record",
 ]
