@@ -29,3 +29,13 @@ def test_readme_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     printed = capsys.readouterr().out
     assert "{'city': 'Paris', 'celsius': 21} ['started', 'started', 'finished']" in printed
     assert "tool_execution_progress" in printed
+
+
+def test_search_doc_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    blocks = python_blocks(ROOT / "docs" / "search.md")
+    assert blocks, "docs/search.md lost its example"
+    exec(compile(blocks[0], "docs/search.md", "exec"), {"__name__": "__docs__"})
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("get_weather ")
+    assert printed[0].endswith("('forecast',)")
+    assert printed[-1] == "['send_email', 'search_tools']"
