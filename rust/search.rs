@@ -33,7 +33,6 @@
 //! the query's terms: its cost follows the postings it touches, not the catalog size. Ties keep
 //! index order (the registry's order). A tool that matches no query term is never a hit.
 
-use std::collections::hash_map::Entry;
 use std::fmt;
 use std::sync::Mutex;
 
@@ -358,6 +357,8 @@ pub struct SearchResult {
 #[derive(Default)]
 struct Scratch {
     scores: Vec<f64>,
+    /// Per tool, bit `i` set when query word `i` (of the first 64) matched it.
+    masks: Vec<u64>,
     touched: Vec<u32>,
 }
 
@@ -365,9 +366,48 @@ struct Scratch {
 pub struct SearchIndex {
     names: Vec<String>,
     terms: AHashMap<String, u32>,
+    /// Every word seen while building, with its term ids: a query word found here skips the
+    /// stemmer.
+    surface: AHashMap<String, SurfaceTerms>,
     postings: Vec<Vec<Posting>>,
     stemmer: Stemmer,
     scratch: Mutex<Scratch>,
+}
+
+/// Turns weighted term frequencies into BM25 impacts, once the tool lengths are known.
+fn impacts(raw: Vec<Vec<(u32, f64)>>, lengths: &[f64]) -> Vec<Vec<Posting>> {
+    let total: f64 = lengths.iter().sum();
+    #[allow(clippy::cast_precision_loss)] // at most 65,536 tools
+    let count = lengths.len() as f64;
+    let average = if lengths.is_empty() {
+        1.0
+    } else {
+        total / count
+    };
+    raw.into_iter()
+        .map(|list| {
+            #[allow(clippy::cast_precision_loss)]
+            let df = list.len() as f64;
+            let idf = (1.0 + (count - df + 0.5) / (df + 0.5)).ln();
+            list.into_iter()
+                .map(|(doc, tf)| {
+                    let length = lengths[doc as usize];
+                    Posting {
+                        doc,
+                        impact: idf
+                            * (tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length / average))),
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Term ids of a word the index has seen.
+#[derive(Debug, Clone, Copy)]
+struct SurfaceTerms {
+    full: u32,
+    prefix: Option<u32>,
 }
 
 impl fmt::Debug for SearchIndex {
@@ -436,9 +476,11 @@ impl SearchIndex {
                     if is_stop_word(word) {
                         return;
                     }
-                    let word_terms = match cache.entry(word.to_owned()) {
-                        Entry::Occupied(entry) => entry.into_mut(),
-                        Entry::Vacant(entry) => entry.insert(word_terms(&stemmer, word)),
+                    if !cache.contains_key(word) {
+                        cache.insert(word.to_owned(), word_terms(&stemmer, word));
+                    }
+                    let Some(word_terms) = cache.get(word) else {
+                        return;
                     };
                     let mut add = |term: &str, amount: f64| {
                         let id = if let Some(&id) = terms.get(term) {
@@ -464,26 +506,15 @@ impl SearchIndex {
             }
             lengths.push(length);
         }
-        let total: f64 = lengths.iter().sum();
-        #[allow(clippy::cast_precision_loss)] // at most 65,536 tools
-        let count = tools.len() as f64;
-        let average = if tools.is_empty() { 1.0 } else { total / count };
-        let postings = raw
+        let postings = impacts(raw, &lengths);
+        let surface = cache
             .into_iter()
-            .map(|list| {
-                #[allow(clippy::cast_precision_loss)]
-                let df = list.len() as f64;
-                let idf = (1.0 + (count - df + 0.5) / (df + 0.5)).ln();
-                list.into_iter()
-                    .map(|(doc, tf)| {
-                        let length = lengths[doc as usize];
-                        Posting {
-                            doc,
-                            impact: idf
-                                * (tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length / average))),
-                        }
-                    })
-                    .collect()
+            .filter_map(|(word, word_terms)| {
+                let full = *terms.get(&word_terms.full)?;
+                let prefix = word_terms
+                    .prefix
+                    .and_then(|prefix| terms.get(&prefix).copied());
+                Some((word, SurfaceTerms { full, prefix }))
             })
             .collect();
         Ok(Self {
@@ -492,6 +523,7 @@ impl SearchIndex {
                 .map(|(name, _)| name.as_ref().to_owned())
                 .collect(),
             terms,
+            surface,
             postings,
             stemmer,
             scratch: Mutex::new(Scratch::default()),
@@ -518,6 +550,25 @@ impl SearchIndex {
         self.terms.len()
     }
 
+    /// Term ids of one query word, through the surface cache or the stemmer.
+    fn query_word_terms(&self, word: &str, buffer: &mut String) -> (Option<u32>, Option<u32>) {
+        if let Some(known) = self.surface.get(word) {
+            return (Some(known.full), known.prefix);
+        }
+        let full = if word.is_ascii() {
+            self.terms.get(self.stemmer.stem(word).as_ref()).copied()
+        } else {
+            self.terms.get(word).copied()
+        };
+        let prefix = word.char_indices().nth(PREFIX_CHARS).and_then(|(cut, _)| {
+            buffer.clear();
+            buffer.push('#');
+            buffer.push_str(&word[..cut]);
+            self.terms.get(buffer.as_str()).copied()
+        });
+        (full, prefix)
+    }
+
     /// The best `k` tools for `query` (cut to `max_query_bytes` first), best first.
     pub fn search(
         &self,
@@ -529,35 +580,27 @@ impl SearchIndex {
         check_query_limit(max_query_bytes)?;
         let query = cut_query(query, max_query_bytes);
 
-        // Distinct words in query order, and per distinct known term its count and words.
-        let mut words: Vec<String> = Vec::new();
-        let mut word_index: AHashMap<String, u32> = AHashMap::new();
-        // (term id, occurrences, is prefix, words holding it)
-        let mut full_terms: Vec<(u32, u32, Vec<u32>)> = Vec::new();
-        let mut prefix_terms: Vec<(u32, u32, Vec<u32>)> = Vec::new();
+        let mut plan = QueryPlan::default();
+        let mut buffer = String::new();
         for_each_word(query, |word| {
             if is_stop_word(word) {
                 return;
             }
-            let index = if let Some(&index) = word_index.get(word) {
-                index
-            } else {
-                let index = u32::try_from(words.len()).unwrap_or(u32::MAX);
-                word_index.insert(word.to_owned(), index);
-                words.push(word.to_owned());
-                index
-            };
-            let terms = word_terms(&self.stemmer, word);
-            note_term(&self.terms, &terms.full, index, &mut full_terms);
-            if let Some(prefix) = &terms.prefix {
-                note_term(&self.terms, prefix, index, &mut prefix_terms);
+            let (full, prefix) = self.query_word_terms(word, &mut buffer);
+            if full.is_none() && prefix.is_none() {
+                // A word the index cannot match is never reported as matched.
+                return;
+            }
+            let index = plan.word(word);
+            if let Some(term) = full {
+                plan.full.note(term, index);
+            }
+            if let Some(term) = prefix {
+                plan.prefix.note(term, index);
             }
         });
-        if full_terms.is_empty() && prefix_terms.is_empty() {
-            return Ok(SearchResult {
-                hits: Vec::new(),
-                words,
-            });
+        if plan.words.is_empty() {
+            return Ok(SearchResult::default());
         }
 
         let mut guard = self.scratch.try_lock().ok();
@@ -568,34 +611,43 @@ impl SearchIndex {
         };
         if scratch.scores.len() < self.names.len() {
             scratch.scores.resize(self.names.len(), 0.0);
+            scratch.masks.resize(self.names.len(), 0);
         }
-        let weighted = full_terms
-            .iter()
-            .map(|entry| (entry, 1.0))
-            .chain(prefix_terms.iter().map(|entry| (entry, PREFIX_WEIGHT)));
-        for ((term, occurrences, _), field_weight) in weighted {
-            let qtf = f64::from(*occurrences);
+        let weighted = plan.full.entries.iter().map(|entry| (entry, 1.0)).chain(
+            plan.prefix
+                .entries
+                .iter()
+                .map(|entry| (entry, PREFIX_WEIGHT)),
+        );
+        for (entry, field_weight) in weighted {
+            let qtf = f64::from(entry.occurrences);
             let weight = field_weight * ((K3 + 1.0) * qtf / (K3 + qtf));
-            for posting in &self.postings[*term as usize] {
-                let slot = &mut scratch.scores[posting.doc as usize];
-                if *slot == 0.0 {
+            for posting in &self.postings[entry.term as usize] {
+                let doc = posting.doc as usize;
+                if scratch.masks[doc] == 0 {
                     scratch.touched.push(posting.doc);
                 }
-                *slot += weight * posting.impact;
+                scratch.scores[doc] += weight * posting.impact;
+                scratch.masks[doc] |= entry.mask | 1 << 63;
             }
         }
-        let mut ranked: Vec<(f64, u32)> = scratch
+        let mut ranked: Vec<(f64, u32, u64)> = scratch
             .touched
             .iter()
-            .map(|&doc| (scratch.scores[doc as usize], doc))
+            .map(|&doc| {
+                let doc_index = doc as usize;
+                (scratch.scores[doc_index], doc, scratch.masks[doc_index])
+            })
             .collect();
         for &doc in &scratch.touched {
             scratch.scores[doc as usize] = 0.0;
+            scratch.masks[doc as usize] = 0;
         }
         scratch.touched.clear();
         drop(guard);
 
-        let order = |a: &(f64, u32), b: &(f64, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+        let order =
+            |a: &(f64, u32, u64), b: &(f64, u32, u64)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
         if ranked.len() > k {
             ranked.select_nth_unstable_by(k - 1, order);
             ranked.truncate(k);
@@ -604,61 +656,124 @@ impl SearchIndex {
 
         let hits = ranked
             .into_iter()
-            .map(|(score, doc)| Hit {
+            .map(|(score, doc, mask)| Hit {
                 doc: doc as usize,
                 score,
-                matched: self.matched_words(doc, &full_terms, &prefix_terms, words.len()),
+                matched: self.matched_words(doc, mask, &plan),
             })
             .collect();
-        Ok(SearchResult { hits, words })
+        Ok(SearchResult {
+            hits,
+            words: plan.words,
+        })
     }
 
-    fn matched_words(
-        &self,
-        doc: u32,
-        full_terms: &[(u32, u32, Vec<u32>)],
-        prefix_terms: &[(u32, u32, Vec<u32>)],
-        word_count: usize,
-    ) -> Vec<u32> {
-        let mut matched = vec![false; word_count];
-        for (term, _, holders) in full_terms.iter().chain(prefix_terms) {
-            let list = &self.postings[*term as usize];
-            if list.binary_search_by(|p| p.doc.cmp(&doc)).is_ok() {
-                for &word in holders {
-                    matched[word as usize] = true;
+    /// Query words that matched `doc`: the first 64 from the accumulated bit mask, any further
+    /// ones by looking `doc` up in the postings of their terms.
+    fn matched_words(&self, doc: u32, mask: u64, plan: &QueryPlan) -> Vec<u32> {
+        let words = plan.words.len();
+        let mut matched: Vec<u32> = (0..words.min(MASK_WORDS))
+            .filter(|&word| mask & (1 << word) != 0)
+            .map(|word| u32::try_from(word).unwrap_or(u32::MAX))
+            .collect();
+        if words > MASK_WORDS {
+            let mut late = vec![false; words - MASK_WORDS];
+            for entry in plan.full.entries.iter().chain(&plan.prefix.entries) {
+                let holds_late = entry.words.iter().any(|&word| word as usize >= MASK_WORDS);
+                if !holds_late {
+                    continue;
+                }
+                let list = &self.postings[entry.term as usize];
+                if list.binary_search_by(|p| p.doc.cmp(&doc)).is_ok() {
+                    for &word in &entry.words {
+                        if let Some(slot) = (word as usize).checked_sub(MASK_WORDS) {
+                            late[slot] = true;
+                        }
+                    }
                 }
             }
+            matched.extend(
+                late.iter()
+                    .enumerate()
+                    .filter(|(_, hit)| **hit)
+                    .map(|(slot, _)| u32::try_from(slot + MASK_WORDS).unwrap_or(u32::MAX)),
+            );
         }
         matched
-            .iter()
-            .enumerate()
-            .filter(|(_, hit)| **hit)
-            .map(|(index, _)| u32::try_from(index).unwrap_or(u32::MAX))
-            .collect()
     }
 }
 
-/// Counts one occurrence of `term` (if the index knows it) for query word `word`.
-fn note_term(
-    known: &AHashMap<String, u32>,
-    term: &str,
-    word: u32,
-    seen: &mut Vec<(u32, u32, Vec<u32>)>,
-) {
-    let Some(&id) = known.get(term) else {
-        return;
-    };
-    if let Some(entry) = seen.iter_mut().find(|(existing, _, _)| *existing == id) {
-        entry.1 += 1;
-        if !entry.2.contains(&word) {
-            entry.2.push(word);
+/// Query words tracked in a tool's match mask; bit 63 only marks the tool as touched.
+const MASK_WORDS: usize = 63;
+
+/// One distinct known term of a query.
+#[derive(Debug)]
+struct QueryTerm {
+    term: u32,
+    occurrences: u32,
+    /// Bits of the first [`MASK_WORDS`] words holding this term.
+    mask: u64,
+    /// Every word holding this term, by index into [`QueryPlan::words`].
+    words: Vec<u32>,
+}
+
+/// Distinct terms of one kind (full or prefix) in query order.
+#[derive(Debug, Default)]
+struct QueryTerms {
+    entries: Vec<QueryTerm>,
+    positions: AHashMap<u32, usize>,
+}
+
+impl QueryTerms {
+    fn note(&mut self, term: u32, word: u32) {
+        let bit = if (word as usize) < MASK_WORDS {
+            1u64 << word
+        } else {
+            0
+        };
+        if let Some(&position) = self.positions.get(&term) {
+            let entry = &mut self.entries[position];
+            entry.occurrences += 1;
+            entry.mask |= bit;
+            if !entry.words.contains(&word) {
+                entry.words.push(word);
+            }
+        } else {
+            self.positions.insert(term, self.entries.len());
+            self.entries.push(QueryTerm {
+                term,
+                occurrences: 1,
+                mask: bit,
+                words: vec![word],
+            });
         }
-    } else {
-        seen.push((id, 1, vec![word]));
+    }
+}
+
+/// The parsed query: its distinct matchable words and terms.
+#[derive(Debug, Default)]
+struct QueryPlan {
+    words: Vec<String>,
+    word_positions: AHashMap<String, u32>,
+    full: QueryTerms,
+    prefix: QueryTerms,
+}
+
+impl QueryPlan {
+    /// Index of `word` among the distinct words, adding it when new.
+    fn word(&mut self, word: &str) -> u32 {
+        if let Some(&index) = self.word_positions.get(word) {
+            return index;
+        }
+        let index = u32::try_from(self.words.len()).unwrap_or(u32::MAX);
+        self.word_positions.insert(word.to_owned(), index);
+        self.words.push(word.to_owned());
+        index
     }
 }
 
 #[cfg(test)]
+#[allow(clippy::float_cmp)] // rankings compare exact scores on purpose
 mod tests {
     use super::*;
 
@@ -806,5 +921,112 @@ mod tests {
                 .hits
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn words_past_the_mask_are_still_reported() {
+        let vocabulary: Vec<String> = (0..100).map(|i| format!("word{i}")).collect();
+        let description = vocabulary.join(" ");
+        let idx = index(&[("everything", description.as_str()), ("nothing", "other")]);
+        let query = vocabulary
+            .iter()
+            .rev()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let result = idx.search(&query, 4, 65_536).expect("ok");
+        assert_eq!(result.hits.len(), 1);
+        let matched: Vec<&str> = result.hits[0]
+            .matched
+            .iter()
+            .map(|&i| result.words[i as usize].as_str())
+            .collect();
+        let expected: Vec<&str> = vocabulary.iter().rev().map(String::as_str).collect();
+        assert_eq!(matched, expected);
+    }
+
+    #[test]
+    fn repeated_query_words_weigh_more_but_saturate() {
+        let idx = index(&[("left", "apples"), ("rite", "pears")]);
+        let once = idx.search("apples pears", 2, 4096).expect("ok");
+        let twice = idx.search("apples apples pears", 2, 4096).expect("ok");
+        assert_eq!(once.hits[0].score, once.hits[1].score);
+        assert_eq!(twice.hits[0].doc, 0);
+        let ratio = twice.hits[0].score / once.hits[0].score;
+        assert!((ratio - 4.0 / 3.0).abs() < 1e-12, "{ratio}");
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn catalog() -> impl Strategy<Value = Vec<(String, String)>> {
+            let word = prop::sample::select(vec![
+                "get",
+                "Weather",
+                "email",
+                "file",
+                "the",
+                "of",
+                "HTTPServer",
+                "données",
+                "日本",
+                "summaries",
+                "summarize",
+                "x",
+                "a1B2",
+                "--",
+                "_",
+                ".",
+            ]);
+            let text = prop::collection::vec(word, 0..12).prop_map(|w| w.join(" "));
+            prop::collection::vec(text.clone(), 0..24).prop_map(|descriptions| {
+                descriptions
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, d)| (format!("tool_{i}_{}", d.len()), d))
+                    .collect()
+            })
+        }
+
+        proptest! {
+            #[test]
+            fn search_is_total_and_well_ordered(
+                tools in catalog(),
+                query in any::<String>(),
+                k in 1usize..=64,
+                limit in 1usize..=256,
+            ) {
+                let idx = SearchIndex::build(&tools, 1024).expect("builds");
+                let result = idx.search(&query, k, limit).expect("searches");
+                prop_assert!(result.hits.len() <= k);
+                for pair in result.hits.windows(2) {
+                    let (a, b) = (&pair[0], &pair[1]);
+                    prop_assert!(a.score > b.score || (a.score == b.score && a.doc < b.doc));
+                }
+                for hit in &result.hits {
+                    prop_assert!(hit.doc < tools.len());
+                    prop_assert!(hit.score > 0.0 && hit.score.is_finite());
+                    prop_assert!(!hit.matched.is_empty());
+                    prop_assert!(hit.matched.windows(2).all(|w| w[0] < w[1]));
+                    prop_assert!(hit.matched.iter().all(|&w| (w as usize) < result.words.len()));
+                }
+                let cut = cut_query(&query, limit);
+                prop_assert_eq!(idx.search(cut, k, 65_536).expect("searches"), result);
+            }
+
+            #[test]
+            fn arbitrary_catalogs_build(
+                tools in prop::collection::vec((any::<String>(), any::<String>()), 0..16),
+                query in any::<String>(),
+            ) {
+                let mut unique = tools;
+                unique.sort();
+                unique.dedup_by(|a, b| a.0 == b.0);
+                let idx = SearchIndex::build(&unique, 1024).expect("builds");
+                let result = idx.search(&query, 16, 4096).expect("searches");
+                prop_assert!(result.hits.len() <= 16);
+            }
+        }
     }
 }
