@@ -5,12 +5,12 @@ use std::sync::Arc;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
-use pyo3::types::{PyList, PyString, PyTuple};
+use pyo3::types::{PyInt, PyList, PyString, PyTuple};
 
 use crate::bindings::{PrismError, type_name};
 use crate::search::{
-    DEFAULT_MAX_INDEXED, DEFAULT_MAX_QUERY_BYTES, DEFAULT_TOP_K, SearchError, SearchIndex,
-    check_query_limit,
+    DEFAULT_MAX_INDEXED, DEFAULT_MAX_QUERY_BYTES, DEFAULT_TOP_K, MAX_INDEXED_CEILING,
+    MAX_QUERY_BYTES_CEILING, MAX_TOP_K, SearchError, SearchIndex,
 };
 
 pyo3::create_exception!(
@@ -103,21 +103,22 @@ pub(crate) struct PyToolSearchIndex {
     max_query_bytes: usize,
 }
 
-/// Reads a positive integer option, refusing bools and giving the allowed range on failure.
-fn size_option(value: &Bound<'_, PyAny>, option: &str) -> PyResult<usize> {
-    if value.is_instance_of::<pyo3::types::PyBool>() {
-        return Err(PyTypeError::new_err(format!(
-            "{option} must be an int, got bool"
-        )));
-    }
-    let Ok(number) = value.extract::<i64>() else {
+/// Reads an integer option that must lie in `1..=ceiling`: a bool or non-int is a `TypeError`,
+/// any int outside the range (however large or negative) a `ValueError` naming the value.
+fn size_option(value: &Bound<'_, PyAny>, option: &str, ceiling: usize) -> PyResult<usize> {
+    if value.is_instance_of::<pyo3::types::PyBool>() || !value.is_instance_of::<PyInt>() {
         return Err(PyTypeError::new_err(format!(
             "{option} must be an int, got {}",
             type_name(value)
         )));
-    };
-    // Negative numbers map to 0, which every range check refuses with the option's range.
-    Ok(usize::try_from(number).unwrap_or(0))
+    }
+    match value.extract::<i64>().map(usize::try_from) {
+        Ok(Ok(number)) if (1..=ceiling).contains(&number) => Ok(number),
+        _ => Err(PyValueError::new_err(format!(
+            "{option} must be between 1 and {ceiling}, got {}",
+            value.repr()?
+        ))),
+    }
 }
 
 /// The `ToolDefinition`s of a registry (its `list()`) or of any iterable of definitions.
@@ -170,14 +171,13 @@ impl PyToolSearchIndex {
         max_query_bytes: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let max_indexed = match max_indexed {
-            Some(value) => size_option(value, "max_indexed")?,
+            Some(value) => size_option(value, "max_indexed", MAX_INDEXED_CEILING)?,
             None => DEFAULT_MAX_INDEXED,
         };
         let max_query_bytes = match max_query_bytes {
-            Some(value) => size_option(value, "max_query_bytes")?,
+            Some(value) => size_option(value, "max_query_bytes", MAX_QUERY_BYTES_CEILING)?,
             None => DEFAULT_MAX_QUERY_BYTES,
         };
-        check_query_limit(max_query_bytes)?;
         let items = match tools {
             Some(tools) if !tools.is_none() => tool_items(tools)?,
             _ => Vec::new(),
@@ -219,7 +219,7 @@ impl PyToolSearchIndex {
         k: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let k = match k {
-            Some(value) => size_option(value, "k")?,
+            Some(value) => size_option(value, "k", MAX_TOP_K)?,
             None => DEFAULT_TOP_K,
         };
         let Ok(query) = query.cast::<PyString>() else {
