@@ -34,9 +34,9 @@
 //! index order (the registry's order). A tool that matches no query term is never a hit.
 
 use std::fmt;
-use std::sync::Mutex;
+use std::sync::{LazyLock, Mutex};
 
-use ahash::AHashMap;
+use ahash::{AHashMap, AHashSet};
 use rust_stemmers::{Algorithm, Stemmer};
 
 /// BM25 term-frequency saturation.
@@ -240,6 +240,63 @@ impl std::error::Error for SearchError {}
 
 /// Calls `emit` with each lowercased word of `text`, in order, stop words included.
 pub fn for_each_word(text: &str, mut emit: impl FnMut(&str)) {
+    if text.is_ascii() {
+        for_each_ascii_word(text, &mut emit);
+    } else {
+        for_each_unicode_word(text, &mut emit);
+    }
+}
+
+/// [`for_each_word`] for ASCII text: the same rules on bytes, and lowercase words are handed out
+/// as slices of `text` without a copy.
+fn for_each_ascii_word(text: &str, emit: &mut impl FnMut(&str)) {
+    let bytes = text.as_bytes();
+    let mut lowered = String::new();
+    let mut emit_word = |start: usize, end: usize, has_upper: bool| {
+        // ASCII text: every byte index is a character boundary.
+        let word = &text[start..end];
+        if has_upper {
+            lowered.clear();
+            lowered.push_str(word);
+            lowered.make_ascii_lowercase();
+            emit(&lowered);
+        } else {
+            emit(word);
+        }
+    };
+    let mut start: Option<usize> = None;
+    let mut has_upper = false;
+    let mut previous_upper = false;
+    for (index, &byte) in bytes.iter().enumerate() {
+        if !byte.is_ascii_alphanumeric() {
+            if let Some(begin) = start.take() {
+                emit_word(begin, index, has_upper);
+            }
+            continue;
+        }
+        let upper = byte.is_ascii_uppercase();
+        if upper && let Some(begin) = start {
+            let acronym_end =
+                previous_upper && bytes.get(index + 1).is_some_and(u8::is_ascii_lowercase);
+            if !previous_upper || acronym_end {
+                emit_word(begin, index, has_upper);
+                start = None;
+            }
+        }
+        if start.is_none() {
+            start = Some(index);
+            has_upper = false;
+        }
+        has_upper |= upper;
+        previous_upper = upper;
+    }
+    if let Some(begin) = start {
+        emit_word(begin, bytes.len(), has_upper);
+    }
+}
+
+/// [`for_each_word`] for text with non-ASCII characters, with Unicode's character classes.
+fn for_each_unicode_word(text: &str, mut emit: impl FnMut(&str)) {
     let mut word = String::new();
     let mut chars = text.chars().peekable();
     // Case of the previous character inside the current run: 0 none, 1 lower or digit, 2 upper.
@@ -283,9 +340,15 @@ fn flush(word: &mut String, emit: &mut impl FnMut(&str)) {
     word.clear();
 }
 
+/// Longest word in [`STOP_WORDS`]; anything longer skips the lookup.
+const LONGEST_STOP_WORD: usize = 10;
+
+static STOP_WORD_SET: LazyLock<AHashSet<&'static str>> =
+    LazyLock::new(|| STOP_WORDS.iter().copied().collect());
+
 /// True for a word [`STOP_WORDS`] drops.
 pub fn is_stop_word(word: &str) -> bool {
-    STOP_WORDS.binary_search(&word).is_ok()
+    word.len() <= LONGEST_STOP_WORD && STOP_WORD_SET.contains(word)
 }
 
 /// The prefix term of a word, when it is long enough to have one.
@@ -366,16 +429,38 @@ struct Scratch {
 pub struct SearchIndex {
     names: Vec<String>,
     terms: AHashMap<String, u32>,
-    /// Every word seen while building, with its term ids: a query word found here skips the
-    /// stemmer.
-    surface: AHashMap<String, SurfaceTerms>,
-    postings: Vec<Vec<Posting>>,
+    /// Every word seen while building, with its term ids (None for a stop word): a query word
+    /// found here skips the stop-word test and the stemmer.
+    surface: AHashMap<String, Option<SurfaceTerms>>,
+    /// Postings of every term, term after term; term `t` owns `postings[offsets[t]..offsets[t + 1]]`.
+    postings: Vec<Posting>,
+    offsets: Vec<u32>,
     stemmer: Stemmer,
     scratch: Mutex<Scratch>,
 }
 
-/// Turns weighted term frequencies into BM25 impacts, once the tool lengths are known.
-fn impacts(raw: Vec<Vec<(u32, f64)>>, lengths: &[f64]) -> Vec<Vec<Posting>> {
+/// One (term, tool, weighted frequency) triple, in the order the build meets them.
+#[derive(Debug, Clone, Copy)]
+struct Occurrence {
+    term: u32,
+    doc: u32,
+    frequency: f64,
+}
+
+/// Groups occurrences by term (a stable counting sort keeps tool order inside a term) and turns
+/// weighted frequencies into BM25 impacts, once the tool lengths are known.
+fn impacts(
+    occurrences: &[Occurrence],
+    term_count: usize,
+    lengths: &[f64],
+) -> (Vec<Posting>, Vec<u32>) {
+    let mut offsets = vec![0u32; term_count + 1];
+    for occurrence in occurrences {
+        offsets[occurrence.term as usize + 1] += 1;
+    }
+    for term in 0..term_count {
+        offsets[term + 1] += offsets[term];
+    }
     let total: f64 = lengths.iter().sum();
     #[allow(clippy::cast_precision_loss)] // at most 65,536 tools
     let count = lengths.len() as f64;
@@ -384,23 +469,32 @@ fn impacts(raw: Vec<Vec<(u32, f64)>>, lengths: &[f64]) -> Vec<Vec<Posting>> {
     } else {
         total / count
     };
-    raw.into_iter()
-        .map(|list| {
-            #[allow(clippy::cast_precision_loss)]
-            let df = list.len() as f64;
-            let idf = (1.0 + (count - df + 0.5) / (df + 0.5)).ln();
-            list.into_iter()
-                .map(|(doc, tf)| {
-                    let length = lengths[doc as usize];
-                    Posting {
-                        doc,
-                        impact: idf
-                            * (tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length / average))),
-                    }
-                })
-                .collect()
+    let idf: Vec<f64> = offsets
+        .windows(2)
+        .map(|pair| {
+            let df = f64::from(pair[1] - pair[0]);
+            (1.0 + (count - df + 0.5) / (df + 0.5)).ln()
         })
-        .collect()
+        .collect();
+    let mut next = offsets.clone();
+    let mut postings = vec![
+        Posting {
+            doc: 0,
+            impact: 0.0
+        };
+        occurrences.len()
+    ];
+    for occurrence in occurrences {
+        let term = occurrence.term as usize;
+        let tf = occurrence.frequency;
+        let length = lengths[occurrence.doc as usize];
+        postings[next[term] as usize] = Posting {
+            doc: occurrence.doc,
+            impact: idf[term] * (tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length / average))),
+        };
+        next[term] += 1;
+    }
+    (postings, offsets)
 }
 
 /// Term ids of a word the index has seen.
@@ -456,10 +550,21 @@ impl SearchIndex {
         let stemmer = Stemmer::create(Algorithm::English);
         let mut seen: AHashMap<&str, ()> = AHashMap::with_capacity(tools.len());
         let mut terms: AHashMap<String, u32> = AHashMap::new();
-        // Per term: (doc, weighted tf) in doc order; impacts replace tf once lengths are known.
-        let mut raw: Vec<Vec<(u32, f64)>> = Vec::new();
+        // Per (term, tool) one occurrence with the summed weight; `last` finds a term's latest one.
+        let mut occurrences: Vec<Occurrence> = Vec::new();
+        let mut last: Vec<u32> = Vec::new();
         let mut lengths: Vec<f64> = Vec::with_capacity(tools.len());
-        let mut cache: AHashMap<String, WordTerms> = AHashMap::new();
+        // Every distinct word seen, with its term ids (None: a stop word); becomes `surface`.
+        let mut cache: AHashMap<String, Option<SurfaceTerms>> = AHashMap::new();
+        let mut intern = |term: String, last: &mut Vec<u32>| -> u32 {
+            if let Some(&id) = terms.get(&term) {
+                return id;
+            }
+            let id = u32::try_from(last.len()).unwrap_or(u32::MAX);
+            terms.insert(term, id);
+            last.push(u32::MAX);
+            id
+        };
         for (doc, (name, description)) in tools.iter().enumerate() {
             let name = name.as_ref();
             if seen.insert(name, ()).is_some() {
@@ -473,50 +578,49 @@ impl SearchIndex {
                 (description.as_ref(), DESCRIPTION_WEIGHT),
             ] {
                 for_each_word(text, |word| {
-                    if is_stop_word(word) {
-                        return;
-                    }
-                    if !cache.contains_key(word) {
-                        cache.insert(word.to_owned(), word_terms(&stemmer, word));
-                    }
-                    let Some(word_terms) = cache.get(word) else {
+                    let known = if let Some(known) = cache.get(word) {
+                        *known
+                    } else {
+                        let known = (!is_stop_word(word)).then(|| {
+                            let WordTerms { full, prefix } = word_terms(&stemmer, word);
+                            SurfaceTerms {
+                                full: intern(full, &mut last),
+                                prefix: prefix.map(|prefix| intern(prefix, &mut last)),
+                            }
+                        });
+                        cache.insert(word.to_owned(), known);
+                        known
+                    };
+                    let Some(known) = known else {
                         return;
                     };
-                    let mut add = |term: &str, amount: f64| {
-                        let id = if let Some(&id) = terms.get(term) {
-                            id
-                        } else {
-                            let id = u32::try_from(raw.len()).unwrap_or(u32::MAX);
-                            terms.insert(term.to_owned(), id);
-                            raw.push(Vec::new());
-                            id
-                        };
-                        let list = &mut raw[id as usize];
-                        match list.last_mut() {
-                            Some((last_doc, frequency)) if *last_doc == doc => *frequency += amount,
-                            _ => list.push((doc, amount)),
+                    let mut add = |term: u32, amount: f64| {
+                        let latest = &mut last[term as usize];
+                        match occurrences.get_mut(*latest as usize) {
+                            Some(occurrence) if occurrence.doc == doc => {
+                                occurrence.frequency += amount;
+                            }
+                            _ => {
+                                *latest = u32::try_from(occurrences.len()).unwrap_or(u32::MAX);
+                                occurrences.push(Occurrence {
+                                    term,
+                                    doc,
+                                    frequency: amount,
+                                });
+                            }
                         }
                         length += amount;
                     };
-                    add(&word_terms.full, weight);
-                    if let Some(prefix) = &word_terms.prefix {
+                    add(known.full, weight);
+                    if let Some(prefix) = known.prefix {
                         add(prefix, weight * PREFIX_WEIGHT);
                     }
                 });
             }
             lengths.push(length);
         }
-        let postings = impacts(raw, &lengths);
-        let surface = cache
-            .into_iter()
-            .filter_map(|(word, word_terms)| {
-                let full = *terms.get(&word_terms.full)?;
-                let prefix = word_terms
-                    .prefix
-                    .and_then(|prefix| terms.get(&prefix).copied());
-                Some((word, SurfaceTerms { full, prefix }))
-            })
-            .collect();
+        let (postings, offsets) = impacts(&occurrences, last.len(), &lengths);
+        let surface = cache;
         Ok(Self {
             names: tools
                 .iter()
@@ -525,9 +629,15 @@ impl SearchIndex {
             terms,
             surface,
             postings,
+            offsets,
             stemmer,
             scratch: Mutex::new(Scratch::default()),
         })
+    }
+
+    fn postings_of(&self, term: u32) -> &[Posting] {
+        let term = term as usize;
+        &self.postings[self.offsets[term] as usize..self.offsets[term + 1] as usize]
     }
 
     /// Number of indexed tools.
@@ -552,8 +662,11 @@ impl SearchIndex {
 
     /// Term ids of one query word, through the surface cache or the stemmer.
     fn query_word_terms(&self, word: &str, buffer: &mut String) -> (Option<u32>, Option<u32>) {
-        if let Some(known) = self.surface.get(word) {
-            return (Some(known.full), known.prefix);
+        match self.surface.get(word) {
+            Some(Some(known)) => return (Some(known.full), known.prefix),
+            Some(None) => return (None, None),
+            None if is_stop_word(word) => return (None, None),
+            None => {}
         }
         let full = if word.is_ascii() {
             self.terms.get(self.stemmer.stem(word).as_ref()).copied()
@@ -583,9 +696,6 @@ impl SearchIndex {
         let mut plan = QueryPlan::default();
         let mut buffer = String::new();
         for_each_word(query, |word| {
-            if is_stop_word(word) {
-                return;
-            }
             let (full, prefix) = self.query_word_terms(word, &mut buffer);
             if full.is_none() && prefix.is_none() {
                 // A word the index cannot match is never reported as matched.
@@ -622,7 +732,7 @@ impl SearchIndex {
         for (entry, field_weight) in weighted {
             let qtf = f64::from(entry.occurrences);
             let weight = field_weight * ((K3 + 1.0) * qtf / (K3 + qtf));
-            for posting in &self.postings[entry.term as usize] {
+            for posting in self.postings_of(entry.term) {
                 let doc = posting.doc as usize;
                 if scratch.masks[doc] == 0 {
                     scratch.touched.push(posting.doc);
@@ -683,7 +793,7 @@ impl SearchIndex {
                 if !holds_late {
                     continue;
                 }
-                let list = &self.postings[entry.term as usize];
+                let list = self.postings_of(entry.term);
                 if list.binary_search_by(|p| p.doc.cmp(&doc)).is_ok() {
                     for &word in &entry.words {
                         if let Some(slot) = (word as usize).checked_sub(MASK_WORDS) {
@@ -800,6 +910,13 @@ mod tests {
     #[test]
     fn stop_words_are_sorted_and_unique() {
         assert!(STOP_WORDS.windows(2).all(|pair| pair[0] < pair[1]));
+        assert!(
+            STOP_WORDS
+                .iter()
+                .all(|word| word.len() <= LONGEST_STOP_WORD)
+        );
+        assert!(STOP_WORDS.iter().all(|word| is_stop_word(word)));
+        assert!(!is_stop_word("weather"));
     }
 
     #[test]
@@ -990,6 +1107,15 @@ mod tests {
         }
 
         proptest! {
+            #[test]
+            fn ascii_fast_path_splits_like_the_unicode_path(text in "[ -~]{0,40}") {
+                let mut fast = Vec::new();
+                for_each_ascii_word(&text, &mut |word: &str| fast.push(word.to_owned()));
+                let mut slow = Vec::new();
+                for_each_unicode_word(&text, |word| slow.push(word.to_owned()));
+                prop_assert_eq!(fast, slow);
+            }
+
             #[test]
             fn search_is_total_and_well_ordered(
                 tools in catalog(),
