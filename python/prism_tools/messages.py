@@ -1,0 +1,157 @@
+"""The transcript and the provider contract of the agent runtime.
+
+A ``Provider`` turns one ``ProviderRequest`` (model, transcript, the tools visible this turn) into
+one ``ProviderResponse`` (assistant text, complete tool calls, usage, finish reason). Adapters in
+:mod:`prism_tools.providers` map these to the OpenAI Chat Completions and Anthropic Messages
+formats; ``ScriptedProvider`` replays fixed responses for tests and the demo.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, runtime_checkable
+
+from prism_tools.types import ErrorInfo, JSONValue, ToolCall, ToolDefinition
+
+Role = Literal["user", "assistant", "tool"]
+ROLES: frozenset[str] = frozenset(("user", "assistant", "tool"))
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One transcript entry.
+
+    ``user``: ``content`` is the text. ``assistant``: ``content`` is the text (may be empty) and
+    ``tool_calls`` the calls it asked for. ``tool``: one per tool call, with ``tool_call_id``,
+    ``name``, the result value in ``content`` and the ``ErrorInfo`` in ``error`` when the call
+    was blocked or failed.
+    """
+
+    role: Role
+    content: JSONValue = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+    error: ErrorInfo | None = None
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"Message.role must be one of {sorted(ROLES)}, got {self.role!r}")
+        if not isinstance(self.tool_calls, tuple):
+            object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
+        if self.role == "tool" and not self.tool_call_id:
+            raise ValueError("a tool message needs the tool_call_id it answers")
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens one provider turn consumed (zeros when the provider does not say)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+        )
+
+
+FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "turn_limit", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderRequest:
+    """One turn's request: the transcript so far and the tools visible this turn."""
+
+    model: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolDefinition, ...]
+    metadata: Mapping[str, JSONValue] | None = None
+    instructions: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderResponse:
+    """One turn's answer: text, complete tool calls (in the model's order), usage, finish reason.
+
+    A tool call whose argument text was not valid JSON carries it as ``arguments`` text with
+    ``arguments_error`` set; dispatch blocks it with ``invalid_json_arguments`` and the model
+    sees the error on its next turn.
+    """
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tool_calls, tuple):
+            object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderDelta:
+    """One streamed piece of a turn. Tool-call pieces are joined per ``tool_call_index`` (or per
+    ``tool_call_id`` when the index is absent): the first piece of a call usually carries its id
+    and name, later ones more ``arguments_text``."""
+
+    text: str | None = None
+    tool_call_index: int | None = None
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    arguments_text: str | None = None
+    usage: Usage | None = None
+    finish_reason: str | None = None
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """A model behind the runtime. ``generate`` is required; ``stream`` is optional."""
+
+    async def generate(self, request: ProviderRequest) -> ProviderResponse: ...
+
+
+class StreamingProvider(Provider, Protocol):
+    def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderDelta]: ...
+
+
+def tool_message(call: ToolCall, value: JSONValue, error: ErrorInfo | None) -> Message:
+    """The transcript row answering ``call``."""
+    return Message("tool", value, tool_call_id=call.id, name=call.name, error=error)
+
+
+def user_messages(value: str | Message | Sequence[Message]) -> tuple[Message, ...]:
+    """Run input as messages: a string becomes one user message."""
+    if isinstance(value, str):
+        return (Message("user", value),)
+    if isinstance(value, Message):
+        return (value,)
+    messages = tuple(value)
+    for position, message in enumerate(messages):
+        if not isinstance(message, Message):
+            raise TypeError(
+                f"run input must be a string or Messages; item {position} is a "
+                f"{type(message).__name__}"
+            )
+    return messages
+
+
+__all__ = [
+    "ROLES",
+    "FinishReason",
+    "Message",
+    "Provider",
+    "ProviderDelta",
+    "ProviderRequest",
+    "ProviderResponse",
+    "Role",
+    "StreamingProvider",
+    "Usage",
+    "tool_message",
+    "user_messages",
+]
