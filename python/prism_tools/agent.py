@@ -1,0 +1,690 @@
+"""The agent runtime: a bounded loop of provider turns and checked tool calls.
+
+``create_agent(...)`` holds the configuration; ``agent.session()`` keeps a transcript;
+``await session.run(input)`` loops: send the transcript and the visible tools to the provider,
+append its answer, dispatch its tool calls through :func:`prism_tools.dispatch_tool_call` (in
+parallel where allowed, results appended in call order), and go again until the model answers
+without calls or a limit stops it. See ``docs/runtime.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from prism_tools.dispatch import ToolValidator, dispatch_tool_call, error_info
+from prism_tools.errors import GuardrailTripwire, PrismError, RunLimitError
+from prism_tools.guardrails import (
+    GuardrailContext,
+    GuardrailRecord,
+    Guardrails,
+    GuardrailStage,
+    evaluate_guardrails,
+    tripwire_error,
+)
+from prism_tools.identity import AgentIdentity, Ownership
+from prism_tools.ledger import RunLedger
+from prism_tools.limits import LimitsInput, RunLimits, RunLimitTracker, merge_limits, read_limits
+from prism_tools.messages import (
+    Message,
+    Provider,
+    ProviderRequest,
+    ProviderResponse,
+    Usage,
+    tool_message,
+    user_messages,
+)
+from prism_tools.middleware import MiddlewareRegistry
+from prism_tools.policies import PermissionPolicy, TrustPolicy
+from prism_tools.redaction import Redactor
+from prism_tools.registry import ToolRegistry, create_tool_registry
+from prism_tools.types import (
+    AgentEvent,
+    ErrorInfo,
+    JSONValue,
+    ToolCall,
+    ToolDefinition,
+    ToolExecutionContext,
+    ToolResult,
+)
+
+logger = logging.getLogger("prism_tools.agent")
+
+UNKNOWN_TOOL_NAMES_SHOWN: Final = 32
+"""Most tool names listed to the model after it called a tool that does not exist."""
+
+NOT_DISPATCHED: Final = "tool_call_not_dispatched"
+
+RunStatus = Literal["succeeded", "failed"]
+Subscriber = Callable[[AgentEvent], "Awaitable[None] | None"]
+BeforeToolRound = Callable[[Sequence[ToolCall]], "Awaitable[None] | None"]
+
+
+class AgentRunError(PrismError):
+    """A run failed. ``result`` holds the failed ``RunResult``; ``__cause__`` the original error
+    (``RunLimitError``, ``GuardrailTripwire``, a provider failure, ...)."""
+
+    code = "ERR_PRISM_AGENT_RUN"
+
+    def __init__(self, message: str, result: RunResult) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class SessionBusyError(PrismError, RuntimeError):
+    """A session runs one run at a time."""
+
+    code = "ERR_PRISM_SESSION_BUSY"
+
+
+class SkillError(PrismError):
+    """An active skill names a tool the run does not have."""
+
+    code = "ERR_PRISM_SKILL"
+
+
+class RunCancelledError(PrismError):
+    """The run's signal was set; the run stopped at the next safe point."""
+
+    code = "ERR_PRISM_RUN_CANCELLED"
+
+
+@dataclass(frozen=True, slots=True)
+class Skill:
+    """Instructions for a kind of task, and the tools they expect. A skill never grants a tool:
+    every name in ``tool_names`` must already be one of the run's tools."""
+
+    name: str
+    instructions: str = ""
+    tool_names: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError("Skill.name must be a non-empty string")
+        if isinstance(self.tool_names, str):
+            raise TypeError("Skill.tool_names must be a collection of names, not a string")
+        object.__setattr__(self, "tool_names", tuple(self.tool_names))
+
+
+@dataclass(frozen=True, slots=True)
+class LoopOptions:
+    """``{"strategy": "single-shot", "tool_concurrency": N, "before_tool_round": fn}``."""
+
+    strategy: str = "single-shot"
+    tool_concurrency: int = 1
+    before_tool_round: BeforeToolRound | None = None
+
+
+def read_loop(value: LoopOptions | Mapping[str, Any] | None) -> LoopOptions:
+    if value is None:
+        return LoopOptions()
+    if isinstance(value, LoopOptions):
+        options = value
+    elif isinstance(value, Mapping):
+        unknown = set(value) - {"strategy", "tool_concurrency", "before_tool_round"}
+        if unknown:
+            raise TypeError(f"unknown loop options: {', '.join(sorted(map(str, unknown)))}")
+        options = LoopOptions(**value)
+    else:
+        raise TypeError(f"loop must be a mapping or LoopOptions, got {type(value).__name__}")
+    if options.strategy != "single-shot":
+        raise ValueError(f"loop strategy {options.strategy!r} is not available; use 'single-shot'")
+    concurrency = options.tool_concurrency
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int | float):
+        raise TypeError("tool_concurrency must be a number")
+    # Below 1 (or not finite) means sequential; fractions round down.
+    workers = int(concurrency) if concurrency == concurrency and concurrency >= 1 else 1
+    if options.before_tool_round is not None and not callable(options.before_tool_round):
+        raise TypeError("before_tool_round must be callable")
+    return LoopOptions(options.strategy, workers, options.before_tool_round)
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """What a run produced. ``messages`` is the session transcript after the run."""
+
+    status: RunStatus
+    output_text: str
+    messages: tuple[Message, ...]
+    finish_reason: str | None
+    usage: Usage = field(default_factory=Usage)
+    turns: int = 0
+    run_id: str = ""
+    limit: Mapping[str, JSONValue] | None = None
+    error: ErrorInfo | None = None
+
+
+def _merge_guardrails(agent: Guardrails | None, run: Guardrails | None) -> Guardrails | None:
+    if run is None:
+        return agent
+    if agent is None:
+        return run
+    return Guardrails(
+        input=(*agent.input, *run.input),
+        output=(*agent.output, *run.output),
+        tool_input=(*agent.tool_input, *run.tool_input),
+        tool_output=(*agent.tool_output, *run.tool_output),
+        max_concurrency=run.max_concurrency,
+    )
+
+
+class Agent:
+    """An agent's configuration. Build with :func:`create_agent`; run through sessions."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        provider: Provider,
+        tools: ToolRegistry | Sequence[ToolDefinition],
+        validator: ToolValidator | None = None,
+        permission: PermissionPolicy | None = None,
+        trust: TrustPolicy | None = None,
+        middleware: MiddlewareRegistry | None = None,
+        redactor: Redactor | None = None,
+        ledger: RunLedger | None = None,
+        guardrails: Guardrails | None = None,
+        limits: LimitsInput = None,
+        loop: LoopOptions | Mapping[str, Any] | None = None,
+        skills: Iterable[Skill] = (),
+        metadata: Mapping[str, JSONValue] | None = None,
+        ownership: Ownership | None = None,
+        identity: AgentIdentity | None = None,
+        instructions: str | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise ValueError("model must be a non-empty string")
+        if not callable(getattr(provider, "generate", None)):
+            raise TypeError("provider must have an async generate(request) method")
+        if not isinstance(tools, ToolRegistry):
+            tools = list(tools)
+            for position, tool in enumerate(tools):
+                if not isinstance(tool, ToolDefinition):
+                    raise TypeError(
+                        f"tools must be a ToolRegistry or ToolDefinitions; item {position} is a "
+                        f"{type(tool).__name__}"
+                    )
+        self.model = model
+        self.provider = provider
+        self.tools = tools
+        self.validator = validator
+        self.permission = permission
+        self.trust = trust
+        self.middleware = middleware
+        self.redactor = redactor
+        self.ledger = ledger
+        self.guardrails = guardrails
+        read_limits(limits)  # refuse bad limits when the agent is built, not at its first run
+        self.limits = limits
+        self.loop = read_loop(loop)
+        self.skills = tuple(skills)
+        for skill in self.skills:
+            if not isinstance(skill, Skill):
+                raise TypeError(f"skills must be Skill objects, got {type(skill).__name__}")
+        self.metadata = dict(metadata or {})
+        self.ownership = ownership
+        self.identity = identity
+        self.instructions = instructions
+
+    def session(
+        self, session_id: str | None = None, *, metadata: Mapping[str, JSONValue] | None = None
+    ) -> Session:
+        """A new conversation with this agent."""
+        return Session(self, session_id or f"session_{uuid.uuid4().hex}", metadata)
+
+
+def create_agent(
+    *,
+    model: str,
+    provider: Provider,
+    tools: ToolRegistry | Sequence[ToolDefinition],
+    validator: ToolValidator | None = None,
+    permission: PermissionPolicy | None = None,
+    trust: TrustPolicy | None = None,
+    middleware: MiddlewareRegistry | None = None,
+    redactor: Redactor | None = None,
+    ledger: RunLedger | None = None,
+    guardrails: Guardrails | None = None,
+    limits: LimitsInput = None,
+    loop: LoopOptions | Mapping[str, Any] | None = None,
+    skills: Iterable[Skill] = (),
+    metadata: Mapping[str, JSONValue] | None = None,
+    ownership: Ownership | None = None,
+    identity: AgentIdentity | None = None,
+    instructions: str | None = None,
+) -> Agent:
+    """An agent: a model behind a provider, its tools, and the checks every call passes."""
+    return Agent(
+        model=model,
+        provider=provider,
+        tools=tools,
+        validator=validator,
+        permission=permission,
+        trust=trust,
+        middleware=middleware,
+        redactor=redactor,
+        ledger=ledger,
+        guardrails=guardrails,
+        limits=limits,
+        loop=loop,
+        skills=skills,
+        metadata=metadata,
+        ownership=ownership,
+        identity=identity,
+        instructions=instructions,
+    )
+
+
+class Session:
+    """One conversation: its transcript, its subscribers, and at most one active run."""
+
+    def __init__(
+        self, agent: Agent, session_id: str, metadata: Mapping[str, JSONValue] | None
+    ) -> None:
+        self.agent = agent
+        self.id = session_id
+        self.metadata = dict(metadata or {})
+        self.messages: list[Message] = []
+        self._subscribers: list[Subscriber] = []
+        self._active = False
+
+    def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
+        """Calls ``subscriber(event)`` for every event of this session's runs; returns a function
+        that unsubscribes. A subscriber that raises is logged and skipped."""
+        if not callable(subscriber):
+            raise TypeError("subscriber must be callable")
+        self._subscribers.append(subscriber)
+
+        def unsubscribe() -> None:
+            if subscriber in self._subscribers:
+                self._subscribers.remove(subscriber)
+
+        return unsubscribe
+
+    async def run(
+        self,
+        input: str | Message | Sequence[Message],
+        *,
+        validate: ToolValidator | None = None,
+        limits: LimitsInput = None,
+        loop: LoopOptions | Mapping[str, Any] | None = None,
+        guardrails: Guardrails | None = None,
+        metadata: Mapping[str, JSONValue] | None = None,
+        signal: asyncio.Event | None = None,
+    ) -> RunResult:
+        """Runs the loop until the model answers without tool calls or a limit stops it.
+
+        Raises ``AgentRunError`` (with ``.result`` and the original error as ``__cause__``) when
+        the run fails; the transcript keeps what happened up to the failure.
+        """
+        if self._active:
+            raise SessionBusyError("Agent session already has an active run")
+        self._active = True
+        try:
+            run = _Run(
+                self,
+                user_messages(input),
+                validate=validate,
+                limits=merge_limits(self.agent.limits, limits),
+                loop=read_loop(loop) if loop is not None else self.agent.loop,
+                guardrails=_merge_guardrails(self.agent.guardrails, guardrails),
+                metadata=metadata,
+                signal=signal,
+            )
+            return await run.execute()
+        finally:
+            self._active = False
+
+    async def _emit(self, event: AgentEvent) -> None:
+        for subscriber in tuple(self._subscribers):
+            try:
+                outcome = subscriber(event)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception:  # a subscriber never breaks the run
+                logger.exception("event subscriber failed on %s", event.type)
+
+
+class _Run:
+    """The state of one run; discarded when it ends."""
+
+    def __init__(
+        self,
+        session: Session,
+        input_messages: tuple[Message, ...],
+        *,
+        validate: ToolValidator | None,
+        limits: RunLimits,
+        loop: LoopOptions,
+        guardrails: Guardrails | None,
+        metadata: Mapping[str, JSONValue] | None,
+        signal: asyncio.Event | None,
+    ) -> None:
+        agent = session.agent
+        self.session = session
+        self.agent = agent
+        self.input = input_messages
+        self.validate = validate if validate is not None else agent.validator
+        self.loop = loop
+        self.guardrails = guardrails
+        self.signal = signal
+        self.id = f"run_{uuid.uuid4().hex}"
+        self.metadata: dict[str, JSONValue] = {**agent.metadata, **session.metadata}
+        if metadata:
+            self.metadata.update(metadata)
+        self.registry = (
+            agent.tools
+            if isinstance(agent.tools, ToolRegistry)
+            else create_tool_registry(agent.tools, duplicate="replace")
+        )
+        self.pending_events: list[AgentEvent] = []
+        self.tracker = RunLimitTracker(limits, on_breach=self._on_breach)
+        self.usage = Usage()
+        self.turns = 0
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def _event(self, kind: str, **data: JSONValue) -> AgentEvent:
+        redactor = self.agent.redactor
+        payload = redactor.redact(data) if redactor is not None and data else data
+        return AgentEvent(kind, session_id=self.session.id, run_id=self.id, data=payload or None)
+
+    async def emit(self, kind: str, **data: JSONValue) -> None:
+        await self.session._emit(self._event(kind, **data))
+
+    async def forward(self, event: AgentEvent) -> None:
+        await self.session._emit(event)
+
+    def _on_breach(self, breach: RunLimitError) -> None:
+        self.pending_events.append(self._event("run_limit_exceeded", breach=dict(breach.breach)))
+
+    async def flush_events(self) -> None:
+        events, self.pending_events = self.pending_events, []
+        for event in events:
+            await self.session._emit(event)
+
+    # -- the run ----------------------------------------------------------------------------------
+
+    async def execute(self) -> RunResult:
+        await self.emit("agent_started", model=self.agent.model)
+        finish_reason: str | None = None
+        try:
+            async with asyncio.timeout(self.tracker.limits.max_wall_time_ms / 1000):
+                self.check_skills()
+                await self.guard("input", list(self.input))
+                self.session.messages.extend(self.input)
+                finish_reason = await self.single_shot()
+        except TimeoutError as err:
+            if self.tracker.breach is None:
+                try:
+                    self.tracker.fail(
+                        "max_wall_time_ms",
+                        self.tracker.limits.max_wall_time_ms,
+                        round(self.tracker.elapsed_ms()),
+                    )
+                except RunLimitError as breach:
+                    return await self.failed(breach)
+            return await self.failed(err)
+        except Exception as err:
+            return await self.failed(err)
+        await self.flush_events()
+        result = RunResult(
+            status="succeeded",
+            output_text=self.output_text(),
+            messages=tuple(self.session.messages),
+            finish_reason=finish_reason,
+            usage=self.usage,
+            turns=self.turns,
+            run_id=self.id,
+        )
+        await self.emit("agent_finished", status="succeeded", finish_reason=finish_reason)
+        return result
+
+    async def failed(self, err: BaseException) -> RunResult:
+        await self.flush_events()
+        breach = self.tracker.breach
+        cause = breach if breach is not None and isinstance(err, TimeoutError) else err
+        info = error_info(cause, self.agent.redactor)
+        result = RunResult(
+            status="failed",
+            output_text=self.output_text(),
+            messages=tuple(self.session.messages),
+            finish_reason="error",
+            usage=self.usage,
+            turns=self.turns,
+            run_id=self.id,
+            limit=dict(breach.breach) if breach is not None else None,
+            error=info,
+        )
+        await self.emit(
+            "agent_finished", status="failed", finish_reason="error", error=info.to_dict()
+        )
+        raise AgentRunError(f"Agent run failed: {info.message}", result) from cause
+
+    def output_text(self) -> str:
+        for message in reversed(self.session.messages):
+            if message.role == "assistant":
+                return message.content if isinstance(message.content, str) else ""
+        return ""
+
+    def check_skills(self) -> None:
+        names = set(self.registry.names())
+        for skill in self.agent.skills:
+            for tool in skill.tool_names:
+                if tool not in names:
+                    raise SkillError(f"Skill {skill.name} requires inactive tool: {tool}")
+
+    def instructions(self) -> str | None:
+        parts = [self.agent.instructions] if self.agent.instructions else []
+        parts.extend(skill.instructions for skill in self.agent.skills if skill.instructions)
+        return "\n\n".join(parts) if parts else None
+
+    async def guard(self, stage: GuardrailStage, value: Any) -> None:
+        if self.guardrails is None:
+            return
+        guards = self.guardrails.for_stage(stage)
+        if not guards:
+            return
+        redactor = self.agent.redactor
+        records, terminal = await evaluate_guardrails(
+            stage,
+            guards,
+            GuardrailContext(
+                stage=stage,
+                value=value,
+                session_id=self.session.id,
+                run_id=self.id,
+                metadata=self.metadata,
+                signal=self.signal,
+            ),
+            max_concurrency=self.guardrails.max_concurrency,
+            scrub=redactor.redact if redactor is not None else (lambda item: item),
+        )
+        for record in records:
+            await self.forward(
+                AgentEvent(
+                    "guardrail_decision",
+                    session_id=self.session.id,
+                    run_id=self.id,
+                    record=record,
+                )
+            )
+        if terminal is not None:
+            raise self.stage_error(terminal)
+
+    @staticmethod
+    def stage_error(record: GuardrailRecord) -> GuardrailTripwire:
+        # At the run-level stages every non-allow decision stops the run.
+        return tripwire_error(record)
+
+    def check_signal(self) -> None:
+        if self.signal is not None and self.signal.is_set():
+            raise RunCancelledError("Run cancelled")
+
+    async def single_shot(self) -> str | None:
+        rounds = 0
+        while True:
+            self.check_signal()
+            self.tracker.charge("max_turns")
+            self.turns += 1
+            turn = self.turns
+            await self.emit("turn_started", turn=turn)
+            tools = tuple(self.registry.list())
+            request = ProviderRequest(
+                model=self.agent.model,
+                messages=tuple(self.session.messages),
+                tools=tools,
+                metadata=self.metadata or None,
+                instructions=self.instructions(),
+            )
+            await self.emit("provider_turn_started", turn=turn, tools=len(tools))
+            response = await self.agent.provider.generate(request)
+            if not isinstance(response, ProviderResponse):
+                raise TypeError(
+                    f"provider.generate must return a ProviderResponse, got "
+                    f"{type(response).__name__}"
+                )
+            self.usage = self.usage + response.usage
+            await self.emit(
+                "provider_turn_finished",
+                turn=turn,
+                finish_reason=response.finish_reason,
+                tool_calls=len(response.tool_calls),
+                input_tokens=response.usage.input_tokens,
+                output_tokens=response.usage.output_tokens,
+            )
+            await self.guard("output", response)
+            if response.text or response.tool_calls:
+                message = Message("assistant", response.text, tool_calls=response.tool_calls)
+                self.session.messages.append(message)
+                await self.emit("message_finished", turn=turn, role="assistant")
+            await self.emit("turn_finished", turn=turn)
+            self.tracker.check_wall_time()
+            calls = response.tool_calls
+            if not calls:
+                return response.finish_reason or "stop"
+            if rounds >= self.tracker.limits.max_tool_rounds:
+                return "turn_limit"
+            rounds += 1
+            await self.dispatch_round(calls)
+            await self.flush_events()
+
+    # -- tool rounds ------------------------------------------------------------------------------
+
+    async def dispatch_one(self, call: ToolCall) -> ToolResult:
+        agent = self.agent
+        context = ToolExecutionContext(
+            session_id=self.session.id,
+            run_id=self.id,
+            tool_call_id=call.id,
+            signal=self.signal,
+            metadata=self.metadata,
+            identity=agent.identity,
+        )
+        return await dispatch_tool_call(
+            call,
+            self.registry,
+            context,
+            middleware=agent.middleware,
+            validate=self.validate,
+            emit=self.forward,
+            redactor=agent.redactor,
+            ledger=agent.ledger,
+            ownership=agent.ownership,
+            identity=agent.identity,
+            guardrails=self.guardrails,
+            trust=agent.trust,
+            permission=agent.permission,
+            limit_tracker=self.tracker,
+        )
+
+    async def dispatch_round(self, calls: Sequence[ToolCall]) -> None:
+        hook = self.loop.before_tool_round
+        if hook is not None:
+            outcome = hook(calls)
+            if inspect.isawaitable(outcome):
+                await outcome
+        exclusive = any(
+            (tool := self.registry.get(call.name)) is not None and tool.exclusive for call in calls
+        )
+        workers = 1 if exclusive else max(1, min(self.loop.tool_concurrency, len(calls)))
+        results: list[ToolResult | None] = [None] * len(calls)
+        failures: dict[int, BaseException] = {}
+        failure_order: list[int] = []
+        claimed = 0
+
+        def stopped() -> bool:
+            return bool(failures) or (self.signal is not None and self.signal.is_set())
+
+        async def worker() -> None:
+            nonlocal claimed
+            while not stopped() and claimed < len(calls):
+                index = claimed
+                claimed += 1
+                try:
+                    results[index] = await self.dispatch_one(calls[index])
+                except BaseException as err:  # settle, then re-raise after the rows are written
+                    failures[index] = err
+                    failure_order.append(index)
+                    if not isinstance(err, Exception):
+                        raise
+
+        if workers == 1:
+            await worker()
+        else:
+            await asyncio.gather(*(worker() for _ in range(workers)))
+
+        for index, call in enumerate(calls):
+            result = results[index]
+            if result is not None:
+                self.session.messages.append(self.tool_row(call, result))
+            elif index in failures:
+                info = error_info(failures[index], self.agent.redactor)
+                self.session.messages.append(tool_message(call, None, info))
+            else:
+                info = ErrorInfo(
+                    message="Tool call was not run because the tool round stopped early",
+                    code=NOT_DISPATCHED,
+                )
+                self.session.messages.append(tool_message(call, None, info))
+        if failure_order:
+            raise failures[failure_order[0]]
+        self.check_signal()
+
+    def tool_row(self, call: ToolCall, result: ToolResult) -> Message:
+        error = result.error
+        blocked = (result.metadata or {}).get("blocked_reason")
+        if error is not None and blocked == "unknown_tool":
+            names = self.registry.names()
+            shown = names[:UNKNOWN_TOOL_NAMES_SHOWN]
+            more = len(names) - len(shown)
+            listing = ", ".join(shown) + (f" (and {more} more)" if more > 0 else "")
+            error = ErrorInfo(
+                message=f"{error.message}. Tools you can call: {listing or 'none'}",
+                code=error.code,
+                name=error.name,
+                details={"available_tools": list(shown)},
+            )
+        value = result.value if result.content is None else result.content
+        return tool_message(call, value, error)
+
+
+__all__ = [
+    "NOT_DISPATCHED",
+    "UNKNOWN_TOOL_NAMES_SHOWN",
+    "Agent",
+    "AgentRunError",
+    "LoopOptions",
+    "RunCancelledError",
+    "RunResult",
+    "Session",
+    "SessionBusyError",
+    "Skill",
+    "SkillError",
+    "create_agent",
+]
