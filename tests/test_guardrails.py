@@ -27,7 +27,7 @@ from prism_tools import (
     dispatch_tool_call,
     guardrail,
 )
-from prism_tools.guardrails import evaluate_guardrails
+from prism_tools.guardrails import GuardrailRulePack, evaluate_guardrails
 
 GuardFn = Callable[[GuardrailContext], Any]
 
@@ -695,3 +695,85 @@ async def test_a_blocking_guardrail_is_named_in_the_error_details() -> None:
     assert result.error is not None
     assert result.error.message == "Tool call blocked by guardrail"
     assert result.error.details == {"guardrail": "legal_hold", "reason": "path on hold"}
+
+
+# -- rule packs ---------------------------------------------------------------------------------
+
+
+async def test_a_rule_pack_block_names_the_pack_and_rule_and_the_tool_does_not_run() -> None:
+    tool = CountingTool()
+    registry = create_tool_registry([ToolDefinition("echo", execute=tool)])
+    pack = GuardrailRulePack(
+        "pii", [guardrail("no-ssn", "tool_input", decide("block", "argument holds an SSN"))]
+    )
+    events = support.EventLog()
+    result = await dispatch_tool_call(
+        make_call(),
+        registry,
+        make_context(),
+        guardrails=Guardrails(packs=[pack]),
+        emit=events,
+    )
+    assert tool.calls == 0
+    assert result.metadata == {"blocked_reason": "guardrail_blocked"}
+    assert result.error is not None
+    assert (
+        result.error.message == "Blocked by guardrail rule pack:pii/no-ssn: argument holds an SSN"
+    )
+    decisions = [event.record for event in events.events if event.type == "guardrail_decision"]
+    assert [(record.guardrail, record.pack) for record in decisions] == [("pii/no-ssn", "pii")]
+
+
+async def test_rule_pack_messages_are_redacted_and_bounded() -> None:
+    secret = "sk-live-0123456789"
+    long_reason = f"found {secret} " + "é" * 300
+    pack = GuardrailRulePack(
+        "keys", [guardrail("no-keys", "tool_output", decide("block", long_reason))]
+    )
+    registry = create_tool_registry([ToolDefinition("echo", execute=CountingTool(secret))])
+    result = await dispatch_tool_call(
+        make_call(),
+        registry,
+        make_context(),
+        guardrails=Guardrails(packs=[pack]),
+        secrets=[secret],
+    )
+    assert result.error is not None
+    message = result.error.message
+    assert message.startswith("Blocked by guardrail rule pack:keys/no-keys: found ")
+    assert secret not in message
+    assert len(message.encode("utf-8")) <= 200
+    assert "\ufffd" not in message
+
+
+async def test_stage_guardrails_run_before_pack_rules_and_keep_the_plain_text() -> None:
+    tool = CountingTool()
+    order: list[str] = []
+
+    def note(name: str, action: str) -> GuardFn:
+        def evaluate(context: GuardrailContext) -> GuardrailDecision:
+            order.append(name)
+            return GuardrailDecision(action)  # type: ignore[arg-type]
+
+        return evaluate
+
+    pack = GuardrailRulePack("policy", [guardrail("late", "tool_input", note("late", "block"))])
+    own = guardrail("own", "tool_input", note("own", "block"))
+    registry = create_tool_registry([ToolDefinition("echo", execute=tool)])
+    result = await dispatch_tool_call(
+        make_call(),
+        registry,
+        make_context(),
+        guardrails=Guardrails(tool_input=[own], packs=[pack]),
+    )
+    assert order == ["own"]
+    assert result.error is not None
+    assert result.error.message == "Tool call blocked by guardrail"
+    assert tool.calls == 0
+
+
+def test_rule_pack_names_are_checked() -> None:
+    with pytest.raises(ValueError, match=r"GuardrailRulePack\.name"):
+        GuardrailRulePack("", [])
+    with pytest.raises(ValueError, match=r"GuardrailRulePack\.name"):
+        GuardrailRulePack("a/b", [])

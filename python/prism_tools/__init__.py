@@ -16,6 +16,18 @@ except ImportError as err:  # pragma: no cover - depends on the installed wheel
     ) from err
 
 from prism_tools._core import ToolFilter
+from prism_tools.agent import (
+    Agent,
+    AgentRunError,
+    LoopOptions,
+    RunCancelledError,
+    RunResult,
+    Session,
+    SessionBusyError,
+    Skill,
+    SkillError,
+    create_agent,
+)
 from prism_tools.disclosure import (
     ToolActivationState,
     ToolDisclosure,
@@ -46,11 +58,21 @@ from prism_tools.guardrails import (
     GuardrailContext,
     GuardrailDecision,
     GuardrailRecord,
+    GuardrailRulePack,
     Guardrails,
     guardrail,
 )
 from prism_tools.identity import AgentIdentity, Ownership
 from prism_tools.ledger import InMemoryRunLedger, RunLedger
+from prism_tools.limits import RunLimits
+from prism_tools.messages import (
+    Message,
+    Provider,
+    ProviderDelta,
+    ProviderRequest,
+    ProviderResponse,
+    Usage,
+)
 from prism_tools.middleware import MiddlewareRegistry, create_middleware_registry
 from prism_tools.policies import (
     PermissionDecision,
@@ -62,6 +84,7 @@ from prism_tools.policies import (
     create_static_permission_policy,
     create_static_trust_policy,
 )
+from prism_tools.providers import ScriptedProvider
 from prism_tools.redaction import (
     Redactor,
     SecretRedactor,
@@ -105,8 +128,10 @@ __version__: str = _core.__version__
 __all__ = [
     "ARGUMENTS_NOT_OBJECT",
     "BLOCKED_REASONS",
+    "Agent",
     "AgentEvent",
     "AgentIdentity",
+    "AgentRunError",
     "ArgumentIssue",
     "ArgumentsError",
     "ContributionRegistries",
@@ -117,6 +142,7 @@ __all__ = [
     "GuardrailContext",
     "GuardrailDecision",
     "GuardrailRecord",
+    "GuardrailRulePack",
     "GuardrailTripwire",
     "Guardrails",
     "IdentityError",
@@ -124,6 +150,8 @@ __all__ = [
     "JSONValue",
     "JsonSchemaAdapter",
     "LedgerWriteError",
+    "LoopOptions",
+    "Message",
     "MiddlewareError",
     "MiddlewareRegistry",
     "Ownership",
@@ -132,12 +160,24 @@ __all__ = [
     "PermissionPolicy",
     "PermissionRequest",
     "PrismError",
+    "Provider",
+    "ProviderDelta",
+    "ProviderRequest",
+    "ProviderResponse",
     "Redactor",
+    "RunCancelledError",
     "RunLedger",
     "RunLimitError",
+    "RunLimits",
+    "RunResult",
     "SchemaGuardError",
+    "ScriptedProvider",
     "SearchHit",
     "SecretRedactor",
+    "Session",
+    "SessionBusyError",
+    "Skill",
+    "SkillError",
     "ToolActivationState",
     "ToolArgumentValidator",
     "ToolCall",
@@ -157,9 +197,11 @@ __all__ = [
     "TrustPolicy",
     "TrustRequest",
     "UnknownToolError",
+    "Usage",
     "__version__",
     "check_schema",
     "compile_filter",
+    "create_agent",
     "create_contribution_registries",
     "create_json_schema_adapter",
     "create_json_schema_tool_argument_validator",

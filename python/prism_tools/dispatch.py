@@ -54,6 +54,7 @@ from prism_tools.guardrails import (
     GuardrailContext,
     GuardrailRecord,
     Guardrails,
+    blocked_message,
     evaluate_guardrails,
     tripwire_error,
 )
@@ -341,7 +342,7 @@ async def _guard(
     context: ToolExecutionContext,
     audit: _Audit | None,
 ) -> GuardrailRecord | None:
-    guards = guardrails.tool_input if stage == "tool_input" else guardrails.tool_output
+    guards = guardrails.for_stage("tool_input" if stage == "tool_input" else "tool_output")
     if not guards:
         return None
     guard_context = GuardrailContext(
@@ -386,7 +387,7 @@ def _guard_error(message: str, record: GuardrailRecord) -> ErrorInfo:
     details: dict[str, JSONValue] = {"guardrail": record.guardrail}
     if record.reason is not None:
         details["reason"] = record.reason
-    return ErrorInfo(message=message, details=details)
+    return ErrorInfo(message=blocked_message(message, record), details=details)
 
 
 def _middleware_reporter(
@@ -493,7 +494,10 @@ async def dispatch_tool_call(
         verdict = await _guard("tool_input", guardrails, call, call, context, audit)
         if verdict is not None:
             return await _block(
-                audit, call, "guardrail_blocked", _guard_error(TOOL_CALL_BLOCKED, verdict)
+                audit,
+                call,
+                "guardrail_blocked",
+                _guard_error(TOOL_CALL_BLOCKED, verdict),
             )
 
     name = call.name
@@ -646,7 +650,10 @@ async def dispatch_tool_call(
         verdict = await _guard("tool_output", guardrails, result, call, context, audit)
         if verdict is not None:
             return await _block(
-                audit, call, "guardrail_blocked", _guard_error(TOOL_RESULT_BLOCKED, verdict)
+                audit,
+                call,
+                "guardrail_blocked",
+                _guard_error(TOOL_RESULT_BLOCKED, verdict),
             )
 
     if audit is None:

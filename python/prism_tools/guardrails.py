@@ -34,6 +34,7 @@ MAX_NAME_BYTES = 128
 MAX_REASON_BYTES = 4096
 MAX_METADATA_BYTES = 16_384
 MAX_CONCURRENCY = 16
+MAX_PACK_MESSAGE_BYTES = 200
 
 TOOL_CALL_BLOCKED = "Tool call blocked by guardrail"
 TOOL_RESULT_BLOCKED = "Tool result blocked by guardrail"
@@ -70,6 +71,7 @@ class GuardrailRecord:
     action: GuardrailAction
     reason: str | None = None
     metadata: Mapping[str, JSONValue] | None = None
+    pack: str | None = None
 
     def to_dict(self) -> dict[str, JSONValue]:
         out: dict[str, JSONValue] = {
@@ -77,6 +79,8 @@ class GuardrailRecord:
             "stage": self.stage,
             "action": self.action,
         }
+        if self.pack is not None:
+            out["pack"] = self.pack
         if self.reason is not None:
             out["reason"] = self.reason
         if self.metadata is not None:
@@ -116,17 +120,75 @@ def guardrail(
 
 
 @dataclass(frozen=True, slots=True)
+class PackRule:
+    """One rule of a ``GuardrailRulePack``, named ``<pack>/<rule>`` on records and events."""
+
+    pack: str
+    rule: Guardrail
+
+    @property
+    def name(self) -> str:
+        return f"{self.pack}/{getattr(self.rule, 'name', 'invalid')}"
+
+    @property
+    def stage(self) -> str:
+        return str(getattr(self.rule, "stage", ""))
+
+    def evaluate(self, context: GuardrailContext) -> Any:
+        return self.rule.evaluate(context)
+
+
+@dataclass(frozen=True, slots=True)
+class GuardrailRulePack:
+    """A named set of guardrails a host adopts as one (a policy, a compliance profile).
+
+    A block by one of its rules reads ``Blocked by guardrail rule pack:<pack>/<rule>``, plus
+    ``: <reason>`` when the rule gave one (redacted, at most 200 bytes), so the model and the
+    operator both see which policy refused.
+    """
+
+    name: str
+    rules: Sequence[Guardrail]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name or "/" in self.name:
+            raise ValueError("GuardrailRulePack.name must be a non-empty string without '/'")
+        object.__setattr__(self, "rules", tuple(self.rules))
+
+    def for_stage(self, stage: GuardrailStage) -> tuple[PackRule, ...]:
+        return tuple(
+            PackRule(self.name, rule)
+            for rule in self.rules
+            if getattr(rule, "stage", None) == stage
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Guardrails:
-    """Guardrails per stage, evaluated in declaration order."""
+    """Guardrails per stage, evaluated in declaration order; rule packs after the stage lists."""
 
     input: Sequence[Guardrail] = ()
     output: Sequence[Guardrail] = ()
     tool_input: Sequence[Guardrail] = ()
     tool_output: Sequence[Guardrail] = ()
     max_concurrency: int = 1
+    packs: Sequence[GuardrailRulePack] = ()
 
     def for_stage(self, stage: GuardrailStage) -> Sequence[Guardrail]:
-        return tuple(getattr(self, stage))
+        own = tuple(getattr(self, stage))
+        if not self.packs:
+            return own
+        return own + tuple(rule for pack in self.packs for rule in pack.for_stage(stage))
+
+
+def blocked_message(plain: str, record: GuardrailRecord) -> str:
+    """The text a block shows: the plain text, or the pack and rule for a rule-pack block."""
+    if record.pack is None:
+        return plain
+    text = f"Blocked by guardrail rule pack:{record.guardrail}"
+    if record.reason:
+        text = f"{text}: {record.reason}"
+    return cut_utf8(text, MAX_PACK_MESSAGE_BYTES)
 
 
 def cut_utf8(text: str, limit: int) -> str:
@@ -154,7 +216,13 @@ def _bounded_metadata(metadata: Any, scrub: Scrub) -> Mapping[str, JSONValue] | 
 
 
 def _record(
-    name: str, stage: str, action: GuardrailAction, reason: Any, metadata: Any, scrub: Scrub
+    name: str,
+    stage: str,
+    action: GuardrailAction,
+    reason: Any,
+    metadata: Any,
+    scrub: Scrub,
+    pack: str | None = None,
 ) -> GuardrailRecord:
     bounded_reason = cut_utf8(scrub(reason), MAX_REASON_BYTES) if isinstance(reason, str) else None
     return GuardrailRecord(
@@ -163,6 +231,7 @@ def _record(
         action=action,
         reason=bounded_reason,
         metadata=_bounded_metadata(metadata, scrub),
+        pack=pack,
     )
 
 
@@ -203,6 +272,7 @@ async def _evaluate_one(
         getattr(decision, "reason", None),
         getattr(decision, "metadata", None),
         scrub,
+        pack=guard.pack if isinstance(guard, PackRule) else None,
     )
 
 
@@ -267,4 +337,4 @@ def tripwire_error(record: GuardrailRecord) -> GuardrailTripwire:
             record=record,
             code="ERR_PRISM_GUARDRAIL_INTERRUPT_UNAVAILABLE",
         )
-    return GuardrailTripwire("Guardrail blocked run", record=record)
+    return GuardrailTripwire(blocked_message("Guardrail blocked run", record), record=record)
