@@ -8,8 +8,9 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from prism_tools import __version__
-from prism_tools.demo import format_report, report_json, run_demo
+from prism_tools import __version__, _json
+from prism_tools.demo import format_report, report_data, run_demo
+from prism_tools.demo_agent import agent_report_data, format_agent_report, run_agent_demo
 from prism_tools.examples import example_domains, example_tools
 
 
@@ -25,8 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
         "demo",
         help="dispatch scripted calls over the example catalog and show every outcome",
         description="Dispatch scripted tool calls over the built-in example catalog, showing "
-        "success with progress, each blocked reason, secret scrubbing and concurrency. Runs "
-        "offline. Exits 1 if any call did not end as scripted.",
+        "success with progress, each blocked reason, secret scrubbing and concurrency; then "
+        "search the catalog and run a scripted multi-turn agent session with parallel calls. "
+        "Runs offline. Exits 1 if anything did not end as scripted.",
     )
     demo.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
@@ -41,8 +43,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _demo(as_json: bool, out: TextIO) -> int:
     report = asyncio.run(run_demo())
-    out.write(report_json(report) + "\n" if as_json else format_report(report))
-    return 0 if report.ok else 1
+    agent_report = asyncio.run(run_agent_demo())
+    if as_json:
+        data = report_data(report)
+        data["agent"] = agent_report_data(agent_report)
+        out.write(_json.dumps(data).decode("utf-8") + "\n")
+    else:
+        out.write(format_report(report))
+        out.write(format_agent_report(agent_report))
+    return 0 if report.ok and agent_report.ok else 1
 
 
 def _list(domain: str | None, out: TextIO) -> int:
