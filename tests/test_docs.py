@@ -39,3 +39,14 @@ def test_search_doc_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert printed[0].startswith("get_weather ")
     assert printed[0].endswith("('forecast',)")
     assert printed[-1] == "['send_email', 'search_tools']"
+
+
+def test_runtime_doc_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    blocks = [b for b in python_blocks(ROOT / "docs" / "runtime.md") if "asyncio.run(" in b]
+    assert len(blocks) == 1, "docs/runtime.md lost its runnable example"
+    exec(compile(blocks[0], "docs/runtime.md", "exec"), {"__name__": "__docs__"})
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == [
+        "succeeded stop It is 21 °C in Paris.",
+        "['user', 'assistant', 'tool', 'assistant']",
+    ]
