@@ -12,11 +12,26 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import math
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
+from prism_tools.artifacts import (
+    NO_VALIDATED_ARTIFACT,
+    TOOL_ROUND_LIMIT,
+    ArtifactCheck,
+    ArtifactFailed,
+    ArtifactIssue,
+    Parser,
+    Repairer,
+    Validator,
+    as_check,
+    maybe_await,
+    parse_candidate,
+    repair_messages,
+)
 from prism_tools.dispatch import ToolValidator, dispatch_tool_call, error_info
 from prism_tools.errors import GuardrailTripwire, PrismError, RunLimitError
 from prism_tools.guardrails import (
@@ -111,13 +126,26 @@ class Skill:
         object.__setattr__(self, "tool_names", tuple(self.tool_names))
 
 
+LOOP_STRATEGIES: Final = ("single-shot", "generate-validate-revise")
+
+
 @dataclass(frozen=True, slots=True)
 class LoopOptions:
-    """``{"strategy": "single-shot", "tool_concurrency": N, "before_tool_round": fn}``."""
+    """How a run loops.
+
+    ``single-shot`` (default): ``tool_concurrency``, ``before_tool_round``.
+    ``generate-validate-revise``: ``validator`` (required), ``parser``, ``repairer``,
+    ``max_revisions`` (default 3), ``tool_calls`` (``"disabled"``, default, or ``"bounded"``).
+    """
 
     strategy: str = "single-shot"
     tool_concurrency: int = 1
     before_tool_round: BeforeToolRound | None = None
+    validator: Validator | None = None
+    parser: Parser | None = None
+    repairer: Repairer | None = None
+    max_revisions: int = 3
+    tool_calls: Literal["disabled", "bounded"] = "disabled"
 
 
 def read_loop(value: LoopOptions | Mapping[str, Any] | None) -> LoopOptions:
@@ -126,22 +154,38 @@ def read_loop(value: LoopOptions | Mapping[str, Any] | None) -> LoopOptions:
     if isinstance(value, LoopOptions):
         options = value
     elif isinstance(value, Mapping):
-        unknown = set(value) - {"strategy", "tool_concurrency", "before_tool_round"}
+        unknown = set(value) - set(LoopOptions.__dataclass_fields__)
         if unknown:
             raise TypeError(f"unknown loop options: {', '.join(sorted(map(str, unknown)))}")
         options = LoopOptions(**value)
     else:
         raise TypeError(f"loop must be a mapping or LoopOptions, got {type(value).__name__}")
-    if options.strategy != "single-shot":
-        raise ValueError(f"loop strategy {options.strategy!r} is not available; use 'single-shot'")
+    if options.strategy not in LOOP_STRATEGIES:
+        raise ValueError(
+            f"loop strategy {options.strategy!r} is not available; use one of {LOOP_STRATEGIES}"
+        )
+    if options.strategy == "generate-validate-revise":
+        if not callable(options.validator):
+            raise TypeError("the generate-validate-revise loop needs a validator function")
+        for name in ("parser", "repairer"):
+            hook = getattr(options, name)
+            if hook is not None and not callable(hook):
+                raise TypeError(f"{name} must be callable")
+        revisions = options.max_revisions
+        if isinstance(revisions, bool) or not isinstance(revisions, int) or revisions < 0:
+            raise TypeError("max_revisions must be an integer of at least 0")
+        if options.tool_calls not in ("disabled", "bounded"):
+            raise ValueError("tool_calls must be 'disabled' or 'bounded'")
+        # Bounded tool rounds inside a revise loop run one call at a time.
+        return replace(options, tool_concurrency=1)
     concurrency = options.tool_concurrency
     if isinstance(concurrency, bool) or not isinstance(concurrency, int | float):
         raise TypeError("tool_concurrency must be a number")
     # Below 1 (or not finite) means sequential; fractions round down.
-    workers = int(concurrency) if concurrency == concurrency and concurrency >= 1 else 1
+    workers = int(concurrency) if math.isfinite(concurrency) and concurrency >= 1 else 1
     if options.before_tool_round is not None and not callable(options.before_tool_round):
         raise TypeError("before_tool_round must be callable")
-    return LoopOptions(options.strategy, workers, options.before_tool_round)
+    return replace(options, tool_concurrency=workers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +201,7 @@ class RunResult:
     run_id: str = ""
     limit: Mapping[str, JSONValue] | None = None
     error: ErrorInfo | None = None
+    artifact: Any = None
 
 
 def _merge_guardrails(agent: Guardrails | None, run: Guardrails | None) -> Guardrails | None:
@@ -386,6 +431,7 @@ class _Run:
         self.tracker = RunLimitTracker(limits, on_breach=self._on_breach)
         self.usage = Usage()
         self.turns = 0
+        self.artifact: Any = None
 
     # -- events ---------------------------------------------------------------------------------
 
@@ -418,7 +464,10 @@ class _Run:
                 self.check_skills()
                 await self.guard("input", list(self.input))
                 self.session.messages.extend(self.input)
-                finish_reason = await self.single_shot()
+                if self.loop.strategy == "generate-validate-revise":
+                    finish_reason = await self.generate_validate_revise()
+                else:
+                    finish_reason = await self.single_shot()
         except TimeoutError as err:
             if self.tracker.breach is None:
                 try:
@@ -441,6 +490,7 @@ class _Run:
             usage=self.usage,
             turns=self.turns,
             run_id=self.id,
+            artifact=self.artifact,
         )
         await self.emit("agent_finished", status="succeeded", finish_reason=finish_reason)
         return result
@@ -526,45 +576,49 @@ class _Run:
         if self.signal is not None and self.signal.is_set():
             raise RunCancelledError("Run cancelled")
 
+    async def provider_turn(self, *, keep_calls: bool = True) -> ProviderResponse:
+        """One turn: request, answer, output guardrails, the assistant message, the events."""
+        self.check_signal()
+        self.tracker.charge("max_turns")
+        self.turns += 1
+        turn = self.turns
+        await self.emit("turn_started", turn=turn)
+        tools = tuple(self.registry.list())
+        request = ProviderRequest(
+            model=self.agent.model,
+            messages=tuple(self.session.messages),
+            tools=tools,
+            metadata=self.metadata or None,
+            instructions=self.instructions(),
+        )
+        await self.emit("provider_turn_started", turn=turn, tools=len(tools))
+        response = await self.agent.provider.generate(request)
+        if not isinstance(response, ProviderResponse):
+            raise TypeError(
+                f"provider.generate must return a ProviderResponse, got {type(response).__name__}"
+            )
+        self.usage = self.usage + response.usage
+        await self.emit(
+            "provider_turn_finished",
+            turn=turn,
+            finish_reason=response.finish_reason,
+            tool_calls=len(response.tool_calls),
+            input_tokens=response.usage.input_tokens,
+            output_tokens=response.usage.output_tokens,
+        )
+        await self.guard("output", response)
+        calls = response.tool_calls if keep_calls else ()
+        if response.text or calls:
+            self.session.messages.append(Message("assistant", response.text, tool_calls=calls))
+            await self.emit("message_finished", turn=turn, role="assistant")
+        await self.emit("turn_finished", turn=turn)
+        self.tracker.check_wall_time()
+        return response
+
     async def single_shot(self) -> str | None:
         rounds = 0
         while True:
-            self.check_signal()
-            self.tracker.charge("max_turns")
-            self.turns += 1
-            turn = self.turns
-            await self.emit("turn_started", turn=turn)
-            tools = tuple(self.registry.list())
-            request = ProviderRequest(
-                model=self.agent.model,
-                messages=tuple(self.session.messages),
-                tools=tools,
-                metadata=self.metadata or None,
-                instructions=self.instructions(),
-            )
-            await self.emit("provider_turn_started", turn=turn, tools=len(tools))
-            response = await self.agent.provider.generate(request)
-            if not isinstance(response, ProviderResponse):
-                raise TypeError(
-                    f"provider.generate must return a ProviderResponse, got "
-                    f"{type(response).__name__}"
-                )
-            self.usage = self.usage + response.usage
-            await self.emit(
-                "provider_turn_finished",
-                turn=turn,
-                finish_reason=response.finish_reason,
-                tool_calls=len(response.tool_calls),
-                input_tokens=response.usage.input_tokens,
-                output_tokens=response.usage.output_tokens,
-            )
-            await self.guard("output", response)
-            if response.text or response.tool_calls:
-                message = Message("assistant", response.text, tool_calls=response.tool_calls)
-                self.session.messages.append(message)
-                await self.emit("message_finished", turn=turn, role="assistant")
-            await self.emit("turn_finished", turn=turn)
-            self.tracker.check_wall_time()
+            response = await self.provider_turn()
             calls = response.tool_calls
             if not calls:
                 return response.finish_reason or "stop"
@@ -573,6 +627,70 @@ class _Run:
             rounds += 1
             await self.dispatch_round(calls)
             await self.flush_events()
+
+    async def generate_validate_revise(self) -> str | None:
+        """Candidates until one validates, revising at most ``max_revisions`` times; bounded
+        tool rounds in between share ``max_tool_rounds`` and use no revision."""
+        options = self.loop
+        bounded = options.tool_calls == "bounded"
+        rounds = 0
+        attempts = 0
+        while True:
+            response = await self.provider_turn(keep_calls=bounded)
+            if bounded and response.tool_calls:
+                if rounds >= self.tracker.limits.max_tool_rounds:
+                    check = ArtifactCheck(
+                        False,
+                        errors=(ArtifactIssue(TOOL_ROUND_LIMIT),),
+                        metadata={"reason": "tool_round_limit"},
+                    )
+                    await self.emit(
+                        "artifact_failed",
+                        turn=self.turns,
+                        attempt=attempts + 1,
+                        result=check.to_dict(),
+                    )
+                    raise ArtifactFailed(TOOL_ROUND_LIMIT, "tool_round_limit", check)
+                rounds += 1
+                await self.dispatch_round(response.tool_calls)
+                await self.flush_events()
+                continue
+            attempts += 1
+            await self.emit("artifact_validation_started", turn=self.turns, attempt=attempts)
+            check = await parse_candidate(response.text, options.parser)
+            if check.ok:
+                assert options.validator is not None  # read_loop guarantees it
+                try:
+                    outcome = await maybe_await(options.validator(check.value))
+                except Exception as err:
+                    outcome = ArtifactCheck(
+                        False,
+                        check.value,
+                        (ArtifactIssue(str(err) or "validator failed"),),
+                        {"reason": "validator_failed"},
+                    )
+                check = as_check(outcome, check.value)
+            await self.emit(
+                "artifact_validation_finished",
+                turn=self.turns,
+                attempt=attempts,
+                result=check.to_dict(),
+            )
+            if check.ok:
+                self.artifact = check.value
+                await self.emit("artifact_finished", turn=self.turns, attempt=attempts)
+                return response.finish_reason or "stop"
+            if attempts > options.max_revisions:
+                await self.emit(
+                    "artifact_failed", turn=self.turns, attempt=attempts, result=check.to_dict()
+                )
+                message = check.errors[0].message if check.errors else NO_VALIDATED_ARTIFACT
+                code = (check.metadata or {}).get("reason") or "artifact_failed"
+                raise ArtifactFailed(message, str(code), check)
+            await self.emit("artifact_revision_started", turn=self.turns, attempt=attempts)
+            self.session.messages.extend(
+                await repair_messages(options.repairer, check.errors, response.text)
+            )
 
     # -- tool rounds ------------------------------------------------------------------------------
 

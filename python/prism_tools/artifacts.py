@@ -1,0 +1,170 @@
+"""Artifacts for the generate-validate-revise loop: parse the model's text, check it, ask again.
+
+A host gives a ``validator`` (and optionally a ``parser`` and a ``repairer``). Each call-free
+model answer is a candidate: parsed, validated, and either accepted (the run's ``artifact``) or
+sent back with the problems for a revision, at most ``max_revisions`` times.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, TypeAlias
+
+from prism_tools.errors import PrismError
+from prism_tools.messages import Message
+from prism_tools.types import JSONValue
+
+NO_ARTIFACT_TEXT: Final = "no artifact text in model output"
+PARSE_FAILED: Final = "artifact parse failed"
+TOOL_ROUND_LIMIT: Final = "maximum tool rounds exceeded"
+NO_VALIDATED_ARTIFACT: Final = "artifact loop ended without a validated artifact"
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactIssue:
+    """One problem with a candidate: what is wrong, and where (a JSON path, ``$`` for all)."""
+
+    message: str
+    path: str = "$"
+    metadata: Mapping[str, JSONValue] | None = None
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        out: dict[str, JSONValue] = {"message": self.message, "path": self.path}
+        if self.metadata is not None:
+            out["metadata"] = dict(self.metadata)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactCheck:
+    """The verdict of a parser or validator: ``ok`` with a ``value``, or ``errors``."""
+
+    ok: bool
+    value: Any = None
+    errors: tuple[ArtifactIssue, ...] = ()
+    metadata: Mapping[str, JSONValue] | None = None
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        out: dict[str, JSONValue] = {
+            "ok": self.ok,
+            "errors": [issue.to_dict() for issue in self.errors],
+        }
+        if self.metadata is not None:
+            out["metadata"] = dict(self.metadata)
+        return out
+
+
+Parser: TypeAlias = Callable[[str], Any]
+Validator: TypeAlias = Callable[[Any], Any]
+Repairer: TypeAlias = Callable[[Sequence[ArtifactIssue], str], Any]
+
+
+def _issues(value: Any) -> tuple[ArtifactIssue, ...]:
+    if isinstance(value, ArtifactIssue):
+        return (value,)
+    if isinstance(value, str):
+        return (ArtifactIssue(value),)
+    if isinstance(value, Sequence):
+        return tuple(
+            item if isinstance(item, ArtifactIssue) else ArtifactIssue(str(item)) for item in value
+        )
+    return (ArtifactIssue(str(value)),)
+
+
+def as_check(outcome: Any, value: Any) -> ArtifactCheck:
+    """Reads what a validator returned: an ``ArtifactCheck``; ``True``/``None`` for valid;
+    ``False`` for invalid; a message or a list of messages/``ArtifactIssue``\\ s for problems."""
+    if isinstance(outcome, ArtifactCheck):
+        return outcome
+    if outcome is None or outcome is True:
+        return ArtifactCheck(True, value)
+    if outcome is False:
+        return ArtifactCheck(False, value, (ArtifactIssue("invalid artifact"),))
+    issues = _issues(outcome)
+    if not issues:
+        return ArtifactCheck(True, value)
+    return ArtifactCheck(False, value, issues)
+
+
+def parse_failure(message: str) -> ArtifactCheck:
+    return ArtifactCheck(
+        False,
+        errors=(ArtifactIssue(message, "$", {"reason": "parse_error"}),),
+        metadata={"reason": "parse_error"},
+    )
+
+
+async def maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+async def parse_candidate(text: str, parser: Parser | None) -> ArtifactCheck:
+    """Turns a call-free answer into a candidate value, or a ``parse_error`` check."""
+    if not text.strip():
+        return parse_failure(NO_ARTIFACT_TEXT)
+    if parser is None:
+        return ArtifactCheck(True, text)
+    try:
+        outcome = await maybe_await(parser(text))
+    except Exception as err:
+        return parse_failure(str(err) or PARSE_FAILED)
+    if isinstance(outcome, ArtifactCheck):
+        if outcome.ok:
+            return outcome
+        message = outcome.errors[0].message if outcome.errors else PARSE_FAILED
+        return parse_failure(message)
+    return ArtifactCheck(True, outcome)
+
+
+def default_repair(issues: Sequence[ArtifactIssue], candidate: str) -> list[Message]:
+    """One user message listing the problems, one per line."""
+    text = "\n".join(issue.message for issue in issues) or "invalid artifact"
+    return [Message("user", text)]
+
+
+async def repair_messages(
+    repairer: Repairer | None, issues: Sequence[ArtifactIssue], candidate: str
+) -> list[Message]:
+    if repairer is None:
+        return default_repair(issues, candidate)
+    outcome = await maybe_await(repairer(issues, candidate))
+    if isinstance(outcome, str):
+        return [Message("user", outcome)]
+    if isinstance(outcome, Message):
+        return [outcome]
+    messages = list(outcome)
+    for message in messages:
+        if not isinstance(message, Message):
+            raise TypeError(
+                f"repairer must return a string or Messages, got {type(message).__name__}"
+            )
+    return messages
+
+
+class ArtifactFailed(PrismError):
+    """A generate-validate-revise run ended without a validated artifact."""
+
+    def __init__(self, message: str, code: str, check: ArtifactCheck | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.check = check
+
+
+__all__ = [
+    "NO_ARTIFACT_TEXT",
+    "NO_VALIDATED_ARTIFACT",
+    "PARSE_FAILED",
+    "TOOL_ROUND_LIMIT",
+    "ArtifactCheck",
+    "ArtifactFailed",
+    "ArtifactIssue",
+    "Parser",
+    "Repairer",
+    "Validator",
+    "as_check",
+    "default_repair",
+    "parse_candidate",
+    "repair_messages",
+]

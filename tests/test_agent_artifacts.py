@@ -1,0 +1,224 @@
+"""The generate-validate-revise loop: candidates, revisions, bounded tool rounds, failures."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from prism_tools import (
+    AgentRunError,
+    Message,
+    ProviderResponse,
+    ScriptedProvider,
+    ToolCall,
+    ToolDefinition,
+    ToolExecutionContext,
+    create_agent,
+)
+from prism_tools.artifacts import ArtifactCheck, ArtifactIssue
+from prism_tools.types import AgentEvent, JSONValue
+
+
+def json_object(text: str) -> Any:
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise ValueError("artifact must be a JSON object")
+    return value
+
+
+def needs_title(value: Any) -> list[str]:
+    return [] if "title" in value else ["missing field: title"]
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls: list[dict[str, JSONValue]] = []
+
+    async def __call__(self, args: dict[str, JSONValue], context: ToolExecutionContext) -> str:
+        self.calls.append(args)
+        return "looked up"
+
+
+def run_agent(
+    responses: list[Any], loop: dict[str, Any], **extra: Any
+) -> tuple[Any, ScriptedProvider, list[AgentEvent], Recorder]:
+    recorder = Recorder()
+    provider = ScriptedProvider(responses)
+    agent = create_agent(
+        model="m",
+        provider=provider,
+        tools=[ToolDefinition("lookup", execute=recorder)],
+        loop=loop,
+        **extra,
+    )
+    session = agent.session()
+    events: list[AgentEvent] = []
+    session.subscribe(events.append)
+    return session, provider, events, recorder
+
+
+def kinds(events: list[AgentEvent]) -> list[str]:
+    return [event.type for event in events if event.type.startswith("artifact_")]
+
+
+GVR = {"strategy": "generate-validate-revise", "parser": json_object, "validator": needs_title}
+
+
+async def test_a_valid_first_candidate_is_the_artifact() -> None:
+    session, provider, events, _ = run_agent([ProviderResponse(text='{"title": "ok"}')], GVR)
+    result = await session.run("write it")
+    assert result.status == "succeeded"
+    assert result.artifact == {"title": "ok"}
+    assert kinds(events) == [
+        "artifact_validation_started",
+        "artifact_validation_finished",
+        "artifact_finished",
+    ]
+    assert len(provider.requests) == 1
+
+
+async def test_an_invalid_candidate_is_revised_with_the_problems() -> None:
+    session, provider, events, _ = run_agent(
+        [ProviderResponse(text='{"body": 1}'), ProviderResponse(text='{"title": "t"}')], GVR
+    )
+    result = await session.run("write it")
+    assert result.artifact == {"title": "t"}
+    # The default repairer sends the problems back as one user message.
+    second = provider.requests[1].messages
+    assert second[-1] == Message("user", "missing field: title")
+    assert kinds(events).count("artifact_revision_started") == 1
+
+
+async def test_revisions_are_bounded_and_the_run_fails_with_the_first_problem() -> None:
+    bad = [ProviderResponse(text='{"body": 1}') for _ in range(4)]
+    session, provider, events, _ = run_agent(bad, {**GVR, "max_revisions": 2})
+    with pytest.raises(AgentRunError) as info:
+        await session.run("write it")
+    assert len(provider.requests) == 3  # one candidate and two revisions
+    error = info.value.result.error
+    assert error is not None
+    assert error.name == "ArtifactFailed"
+    assert error.message == "missing field: title"
+    assert error.code == "artifact_failed"
+    assert kinds(events)[-1] == "artifact_failed"
+
+
+async def test_unparseable_and_empty_text_are_parse_errors_that_use_a_revision() -> None:
+    session, provider, events, _ = run_agent(
+        [ProviderResponse(text="   "), ProviderResponse(text="not json")],
+        {**GVR, "max_revisions": 1},
+    )
+    with pytest.raises(AgentRunError) as info:
+        await session.run("write it")
+    assert provider.requests[1].messages[-1].content == "no artifact text in model output"
+    error = info.value.result.error
+    assert error is not None
+    assert error.code == "parse_error"
+    finished = [event for event in events if event.type == "artifact_validation_finished"]
+    assert finished[-1].data is not None
+    assert finished[-1].data["result"]["errors"][0]["path"] == "$"
+
+
+async def test_disabled_tool_calls_are_inert() -> None:
+    session, _, _, recorder = run_agent(
+        [ProviderResponse(text='{"title": "x"}', tool_calls=(ToolCall("c1", "lookup", {}),))],
+        GVR,
+    )
+    result = await session.run("write it")
+    assert recorder.calls == []
+    assert result.artifact == {"title": "x"}
+    assert all(message.role != "tool" for message in result.messages)
+    assert all(not message.tool_calls for message in result.messages)
+
+
+async def test_bounded_tool_rounds_run_without_using_a_revision() -> None:
+    session, _, _, recorder = run_agent(
+        [
+            ProviderResponse(tool_calls=(ToolCall("c1", "lookup", {"q": 1}),)),
+            ProviderResponse(tool_calls=(ToolCall("c2", "lookup", {"q": 2}),)),
+            ProviderResponse(text='{"title": "done"}'),
+        ],
+        {**GVR, "tool_calls": "bounded", "max_revisions": 0},
+    )
+    result = await session.run("write it")
+    assert result.artifact == {"title": "done"}
+    assert [call["q"] for call in recorder.calls] == [1, 2]
+    assert [message.role for message in result.messages].count("tool") == 2
+
+
+async def test_bounded_tool_rounds_share_the_round_limit() -> None:
+    session, _, events, recorder = run_agent(
+        [
+            ProviderResponse(tool_calls=(ToolCall("c1", "lookup", {}),)),
+            ProviderResponse(tool_calls=(ToolCall("c2", "lookup", {}),)),
+        ],
+        {**GVR, "tool_calls": "bounded"},
+        limits={"max_tool_rounds": 1},
+    )
+    with pytest.raises(AgentRunError) as info:
+        await session.run("write it")
+    assert len(recorder.calls) == 1  # the call past the limit did not run
+    error = info.value.result.error
+    assert error is not None
+    assert (error.code, error.message) == ("tool_round_limit", "maximum tool rounds exceeded")
+    failed = [event for event in events if event.type == "artifact_failed"]
+    assert len(failed) == 1
+    assert failed[0].data is not None
+    assert failed[0].data["result"]["metadata"] == {"reason": "tool_round_limit"}
+
+
+async def test_validator_verdicts_in_every_shape() -> None:
+    verdicts: list[Any] = [
+        False,
+        "too short",
+        [ArtifactIssue("bad field", "$.title")],
+        ArtifactCheck(True, "normalised"),
+    ]
+
+    def validator(value: Any) -> Any:
+        return verdicts.pop(0)
+
+    session, provider, _, _ = run_agent(
+        [ProviderResponse(text=f"draft {n}") for n in range(4)],
+        {"strategy": "generate-validate-revise", "validator": validator},
+    )
+    result = await session.run("write it")
+    assert result.artifact == "normalised"
+    revisions = [request.messages[-1].content for request in provider.requests[1:]]
+    assert revisions == ["invalid artifact", "too short", "bad field"]
+
+
+async def test_a_custom_repairer_writes_the_revision_request() -> None:
+    def repair(issues: Any, candidate: str) -> str:
+        return f"fix {len(issues)} problem(s) in: {candidate}"
+
+    session, provider, _, _ = run_agent(
+        [ProviderResponse(text='{"a": 1}'), ProviderResponse(text='{"title": 1}')],
+        {**GVR, "repairer": repair},
+    )
+    await session.run("write it")
+    assert provider.requests[1].messages[-1].content == 'fix 1 problem(s) in: {"a": 1}'
+
+
+@pytest.mark.parametrize(
+    ("loop", "error"),
+    [
+        ({"strategy": "generate-validate-revise"}, TypeError),
+        (
+            {"strategy": "generate-validate-revise", "validator": needs_title, "max_revisions": -1},
+            TypeError,
+        ),
+        (
+            {"strategy": "generate-validate-revise", "validator": needs_title, "tool_calls": "all"},
+            ValueError,
+        ),
+        ({"strategy": "plan-and-execute"}, ValueError),
+    ],
+)
+def test_loop_options_are_checked_when_the_agent_is_built(
+    loop: dict[str, Any], error: type[Exception]
+) -> None:
+    with pytest.raises(error):
+        create_agent(model="m", provider=ScriptedProvider([]), tools=[], loop=loop)
