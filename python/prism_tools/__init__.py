@@ -28,6 +28,7 @@ from prism_tools.agent import (
     SkillError,
     create_agent,
 )
+from prism_tools.artifacts import ArtifactCheck, ArtifactFailed, ArtifactIssue
 from prism_tools.disclosure import (
     ToolActivationState,
     ToolDisclosure,
@@ -134,6 +135,9 @@ __all__ = [
     "AgentRunError",
     "ArgumentIssue",
     "ArgumentsError",
+    "ArtifactCheck",
+    "ArtifactFailed",
+    "ArtifactIssue",
     "ContributionRegistries",
     "DuplicateToolError",
     "ErrorInfo",
