@@ -214,7 +214,10 @@ def _merge_guardrails(agent: Guardrails | None, run: Guardrails | None) -> Guard
         output=(*agent.output, *run.output),
         tool_input=(*agent.tool_input, *run.tool_input),
         tool_output=(*agent.tool_output, *run.tool_output),
-        max_concurrency=run.max_concurrency,
+        max_concurrency=(
+            run.max_concurrency if run.max_concurrency is not None else agent.max_concurrency
+        ),
+        packs=(*agent.packs, *run.packs),
     )
 
 
@@ -432,6 +435,8 @@ class _Run:
         self.usage = Usage()
         self.turns = 0
         self.artifact: Any = None
+        # Where this run's messages start in the session transcript.
+        self.first_message = len(session.messages)
 
     # -- events ---------------------------------------------------------------------------------
 
@@ -459,8 +464,9 @@ class _Run:
     async def execute(self) -> RunResult:
         await self.emit("agent_started", model=self.agent.model)
         finish_reason: str | None = None
+        deadline = asyncio.timeout(self.tracker.limits.max_wall_time_ms / 1000)
         try:
-            async with asyncio.timeout(self.tracker.limits.max_wall_time_ms / 1000):
+            async with deadline:
                 self.check_skills()
                 await self.guard("input", list(self.input))
                 self.session.messages.extend(self.input)
@@ -469,6 +475,9 @@ class _Run:
                 else:
                     finish_reason = await self.single_shot()
         except TimeoutError as err:
+            if not deadline.expired():
+                # A TimeoutError from the provider or a hook is an ordinary failure.
+                return await self.failed(err)
             if self.tracker.breach is None:
                 try:
                     self.tracker.fail(
@@ -517,7 +526,7 @@ class _Run:
         raise AgentRunError(f"Agent run failed: {info.message}", result) from cause
 
     def output_text(self) -> str:
-        for message in reversed(self.session.messages):
+        for message in reversed(self.session.messages[self.first_message :]):
             if message.role == "assistant":
                 return message.content if isinstance(message.content, str) else ""
         return ""
@@ -552,7 +561,7 @@ class _Run:
                 metadata=self.metadata,
                 signal=self.signal,
             ),
-            max_concurrency=self.guardrails.max_concurrency,
+            max_concurrency=self.guardrails.concurrency,
             scrub=redactor.redact if redactor is not None else (lambda item: item),
         )
         for record in records:
@@ -722,11 +731,6 @@ class _Run:
         )
 
     async def dispatch_round(self, calls: Sequence[ToolCall]) -> None:
-        hook = self.loop.before_tool_round
-        if hook is not None:
-            outcome = hook(calls)
-            if inspect.isawaitable(outcome):
-                await outcome
         exclusive = any(
             (tool := self.registry.get(call.name)) is not None and tool.exclusive for call in calls
         )
@@ -752,27 +756,48 @@ class _Run:
                     if not isinstance(err, Exception):
                         raise
 
-        if workers == 1:
-            await worker()
-        else:
-            await asyncio.gather(*(worker() for _ in range(workers)))
+        try:
+            hook = self.loop.before_tool_round
+            if hook is not None:
+                outcome = hook(calls)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            if workers == 1:
+                await worker()
+            else:
+                await asyncio.gather(*(worker() for _ in range(workers)))
+        finally:
+            # Whatever stopped the round (a failure, the signal, the wall-time limit), every
+            # call gets exactly one row, in call order.
+            self.append_rows(calls, results, failures)
+        if failure_order:
+            raise failures[failure_order[0]]
+        self.check_signal()
 
+    def append_rows(
+        self,
+        calls: Sequence[ToolCall],
+        results: Sequence[ToolResult | None],
+        failures: Mapping[int, BaseException],
+    ) -> None:
         for index, call in enumerate(calls):
             result = results[index]
+            failure = failures.get(index)
             if result is not None:
-                self.session.messages.append(self.tool_row(call, result))
-            elif index in failures:
-                info = error_info(failures[index], self.agent.redactor)
-                self.session.messages.append(tool_message(call, None, info))
+                row = self.tool_row(call, result)
+            elif isinstance(failure, asyncio.CancelledError):
+                row = tool_message(
+                    call, None, ErrorInfo(message="Tool call cancelled", code="cancelled")
+                )
+            elif failure is not None:
+                row = tool_message(call, None, error_info(failure, self.agent.redactor))
             else:
                 info = ErrorInfo(
                     message="Tool call was not run because the tool round stopped early",
                     code=NOT_DISPATCHED,
                 )
-                self.session.messages.append(tool_message(call, None, info))
-        if failure_order:
-            raise failures[failure_order[0]]
-        self.check_signal()
+                row = tool_message(call, None, info)
+            self.session.messages.append(row)
 
     def tool_row(self, call: ToolCall, result: ToolResult) -> Message:
         error = result.error

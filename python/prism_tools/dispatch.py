@@ -360,7 +360,7 @@ async def _guard(
         stage,  # type: ignore[arg-type]
         guards,
         guard_context,
-        max_concurrency=guardrails.max_concurrency,
+        max_concurrency=guardrails.concurrency,
         scrub=scrub,
     )
     if audit is not None:

@@ -171,8 +171,13 @@ class Guardrails:
     output: Sequence[Guardrail] = ()
     tool_input: Sequence[Guardrail] = ()
     tool_output: Sequence[Guardrail] = ()
-    max_concurrency: int = 1
+    max_concurrency: int | None = None
     packs: Sequence[GuardrailRulePack] = ()
+
+    @property
+    def concurrency(self) -> int:
+        """``max_concurrency``, 1 when unset (a run's unset value keeps the agent's)."""
+        return 1 if self.max_concurrency is None else self.max_concurrency
 
     def for_stage(self, stage: GuardrailStage) -> Sequence[Guardrail]:
         own = tuple(getattr(self, stage))

@@ -1,0 +1,418 @@
+"""Parallel tool rounds: concurrency, exclusive tools, row order, the round hook, and how a
+stopped batch still answers every call."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from tests.support import EventLog
+
+from prism_tools import (
+    GuardrailContext,
+    GuardrailDecision,
+    Guardrails,
+    GuardrailTripwire,
+    ToolCall,
+    ToolDefinition,
+    ToolExecutionContext,
+    guardrail,
+)
+from prism_tools.agent import (
+    NOT_DISPATCHED,
+    AgentRunError,
+    RunCancelledError,
+    Session,
+    create_agent,
+)
+from prism_tools.messages import Message, ProviderResponse
+from prism_tools.providers import ScriptedProvider
+
+
+class Meter:
+    """Tool bodies that sleep, recording peak concurrency, start order and completion order."""
+
+    def __init__(self) -> None:
+        self.active = 0
+        self.peak = 0
+        self.started: list[str] = []
+        self.finished: list[str] = []
+
+    def tool(self, name: str, delay: float = 0.02, *, exclusive: bool = False) -> ToolDefinition:
+        async def execute(args: dict[str, Any], context: ToolExecutionContext) -> Any:
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+            self.started.append(context.tool_call_id)
+            try:
+                await asyncio.sleep(args.get("delay", delay))
+            finally:
+                self.active -= 1
+            self.finished.append(context.tool_call_id)
+            return f"{name}:{context.tool_call_id}"
+
+        return ToolDefinition(name=name, execute=execute, exclusive=exclusive)
+
+
+def answer(text: str = "done") -> ProviderResponse:
+    return ProviderResponse(text=text, finish_reason="stop")
+
+
+def calling(*calls: ToolCall) -> ProviderResponse:
+    return ProviderResponse(tool_calls=calls, finish_reason="tool_calls")
+
+
+def batch(count: int, name: str = "slow", prefix: str = "call", **arguments: Any) -> list[ToolCall]:
+    return [
+        ToolCall(id=f"{prefix}_{i}", name=name, arguments=dict(arguments)) for i in range(count)
+    ]
+
+
+def make_session(
+    script: list[Any], tools: Sequence[ToolDefinition], **options: Any
+) -> tuple[Session, ScriptedProvider, EventLog]:
+    provider = ScriptedProvider(script)
+    session = create_agent(model="m", provider=provider, tools=tools, **options).session()
+    log = EventLog()
+    session.subscribe(log)
+    return session, provider, log
+
+
+def tool_rows(messages: Sequence[Message]) -> list[Message]:
+    return [message for message in messages if message.role == "tool"]
+
+
+def row_ids(messages: Sequence[Message]) -> list[str | None]:
+    return [row.tool_call_id for row in tool_rows(messages)]
+
+
+# --- concurrency -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("concurrency", "calls", "peak"), [(1, 4, 1), (2, 4, 2), (3, 5, 3), (8, 2, 2), (4, 4, 4)]
+)
+async def test_peak_concurrency_is_the_smaller_of_the_setting_and_the_batch(
+    concurrency: int, calls: int, peak: int
+) -> None:
+    meter = Meter()
+    session, _, _ = make_session(
+        [calling(*batch(calls)), answer()],
+        [meter.tool("slow")],
+        loop={"strategy": "single-shot", "tool_concurrency": concurrency},
+    )
+    result = await session.run("go")
+    assert meter.peak == peak
+    assert sorted(meter.started) == sorted(f"call_{i}" for i in range(calls))
+    assert row_ids(result.messages) == [f"call_{i}" for i in range(calls)]
+
+
+@pytest.mark.parametrize("concurrency", [0, -3, 0.5, math.nan, math.inf, -math.inf])
+async def test_concurrency_below_one_or_not_a_number_is_sequential(concurrency: float) -> None:
+    meter = Meter()
+    session, _, _ = make_session(
+        [calling(*batch(3)), answer()], [meter.tool("slow")], loop={"tool_concurrency": concurrency}
+    )
+    await session.run("go")
+    assert meter.peak == 1
+    assert meter.started == ["call_0", "call_1", "call_2"]
+
+
+async def test_fractional_concurrency_rounds_down() -> None:
+    meter = Meter()
+    session, _, _ = make_session(
+        [calling(*batch(4)), answer()], [meter.tool("slow")], loop={"tool_concurrency": 2.9}
+    )
+    await session.run("go")
+    assert meter.peak == 2
+
+
+def test_bad_loop_options_are_refused_when_the_agent_is_built() -> None:
+    provider = ScriptedProvider([])
+    with pytest.raises(TypeError, match="tool_concurrency must be a number"):
+        create_agent(model="m", provider=provider, tools=[], loop={"tool_concurrency": True})
+    with pytest.raises(TypeError, match="tool_concurrency must be a number"):
+        create_agent(model="m", provider=provider, tools=[], loop={"tool_concurrency": "4"})
+    with pytest.raises(TypeError, match="unknown loop options: workers"):
+        create_agent(model="m", provider=provider, tools=[], loop={"workers": 2})
+    with pytest.raises(ValueError, match="not available"):
+        create_agent(model="m", provider=provider, tools=[], loop={"strategy": "react"})
+    with pytest.raises(TypeError, match="before_tool_round must be callable"):
+        create_agent(model="m", provider=provider, tools=[], loop={"before_tool_round": 3})
+
+
+async def test_the_default_is_sequential_and_a_run_loop_overrides_the_agent_loop() -> None:
+    meter = Meter()
+    session, _, _ = make_session(
+        [calling(*batch(3)), answer(), calling(*batch(3, prefix="again")), answer()],
+        [meter.tool("slow")],
+    )
+    await session.run("go")
+    assert meter.peak == 1
+    await session.run("again", loop={"tool_concurrency": 3})
+    assert meter.peak == 3
+
+    meter = Meter()
+    session, _, _ = make_session(
+        [calling(*batch(3)), answer()], [meter.tool("slow")], loop={"tool_concurrency": 3}
+    )
+    await session.run("go", loop={"tool_concurrency": 1})
+    assert meter.peak == 1
+
+
+async def test_an_exclusive_tool_makes_only_its_batch_sequential() -> None:
+    meter = Meter()
+    peaks: list[int] = []
+
+    def next_batch(calls: Sequence[ToolCall]) -> None:
+        peaks.append(meter.peak)  # the previous batch's peak
+        meter.peak = 0
+
+    first = [*batch(2), ToolCall(id="lock_0", name="locked", arguments={}), *batch(1, prefix="x")]
+    second = batch(3, prefix="second")
+    third = [ToolCall(id="lock_1", name="locked", arguments={}), *batch(2, prefix="third")]
+    session, _, _ = make_session(
+        [calling(*first), calling(*second), calling(*third), answer()],
+        [meter.tool("slow"), meter.tool("locked", exclusive=True)],
+        loop={"tool_concurrency": 4, "before_tool_round": next_batch},
+    )
+    result = await session.run("go")
+    peaks.append(meter.peak)
+
+    assert peaks[1:] == [1, 3, 1]
+    assert meter.started[:4] == ["call_0", "call_1", "lock_0", "x_0"]
+    assert meter.finished[:4] == ["call_0", "call_1", "lock_0", "x_0"]
+    assert row_ids(result.messages) == [c.id for c in (*first, *second, *third)]
+
+
+async def test_an_exclusive_batch_alone_has_peak_one() -> None:
+    meter = Meter()
+    session, _, _ = make_session(
+        [calling(*batch(2), ToolCall(id="lock_0", name="locked", arguments={})), answer()],
+        [meter.tool("slow"), meter.tool("locked", exclusive=True)],
+        loop={"tool_concurrency": 4},
+    )
+    await session.run("go")
+    assert meter.peak == 1
+
+
+async def test_rows_follow_call_order_whatever_the_completion_order() -> None:
+    meter = Meter()
+    calls = [
+        ToolCall(id=f"call_{i}", name="slow", arguments={"delay": 0.01 * (4 - i)}) for i in range(4)
+    ]
+    session, provider, _ = make_session(
+        [calling(*calls), answer()], [meter.tool("slow")], loop={"tool_concurrency": 4}
+    )
+    result = await session.run("go")
+
+    assert meter.finished == ["call_3", "call_2", "call_1", "call_0"]
+    rows = tool_rows(result.messages)
+    assert [row.tool_call_id for row in rows] == ["call_0", "call_1", "call_2", "call_3"]
+    assert [row.content for row in rows] == [f"slow:call_{i}" for i in range(4)]
+    assert [m.role for m in provider.requests[1].messages] == ["user", "assistant"] + ["tool"] * 4
+
+
+# --- before_tool_round -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+async def test_before_tool_round_runs_once_per_batch_before_any_tool(is_async: bool) -> None:
+    meter = Meter()
+    seen: list[tuple[list[str], int, int]] = []
+
+    def record(calls: Sequence[ToolCall]) -> None:
+        seen.append(([call.id for call in calls], meter.active, len(meter.started)))
+
+    async def async_hook(calls: Sequence[ToolCall]) -> None:
+        await asyncio.sleep(0)
+        record(calls)
+
+    session, _, _ = make_session(
+        [calling(*batch(3)), calling(*batch(2, prefix="next")), answer()],
+        [meter.tool("slow")],
+        loop={"tool_concurrency": 3, "before_tool_round": async_hook if is_async else record},
+    )
+    await session.run("go")
+
+    assert seen == [
+        (["call_0", "call_1", "call_2"], 0, 0),
+        (["next_0", "next_1"], 0, 3),
+    ]
+
+
+async def test_a_raising_before_tool_round_fails_the_run_and_nothing_runs() -> None:
+    meter = Meter()
+    refusal = PermissionError("round not approved")
+
+    def refuse(calls: Sequence[ToolCall]) -> None:
+        raise refusal
+
+    session, provider, _ = make_session(
+        [calling(*batch(2)), answer()],
+        [meter.tool("slow")],
+        loop={"tool_concurrency": 2, "before_tool_round": refuse},
+    )
+    with pytest.raises(AgentRunError) as caught:
+        await session.run("go")
+    assert caught.value.__cause__ is refusal
+    assert meter.started == []
+    assert len(provider.requests) == 1
+
+
+# --- failure semantics -----------------------------------------------------------------------
+
+
+def trip_on(call_id: str) -> Guardrails:
+    def decide(context: GuardrailContext) -> GuardrailDecision:
+        if context.tool_call_id == call_id:
+            return GuardrailDecision("tripwire", "stop right there")
+        return GuardrailDecision("allow")
+
+    return Guardrails(tool_input=[guardrail("trip", "tool_input", decide)])
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+async def test_a_tripwire_mid_batch_answers_every_call_then_fails_the_run(concurrency: int) -> None:
+    meter = Meter()
+    calls = [
+        ToolCall(id="call_0", name="slow", arguments={"delay": 0.05}),
+        ToolCall(id="call_1", name="slow", arguments={}),
+        ToolCall(id="call_2", name="slow", arguments={}),
+        ToolCall(id="call_3", name="slow", arguments={}),
+    ]
+    session, provider, _ = make_session(
+        [calling(*calls), answer()],
+        [meter.tool("slow")],
+        guardrails=trip_on("call_1"),
+        loop={"tool_concurrency": concurrency},
+    )
+    with pytest.raises(AgentRunError) as caught:
+        await session.run("go")
+
+    cause = caught.value.__cause__
+    assert isinstance(cause, GuardrailTripwire)
+    assert cause.code == "ERR_PRISM_GUARDRAIL_BLOCKED"
+    assert cause.record.guardrail == "trip"
+    # The already-claimed call finished and kept its result; nothing was claimed after the trip.
+    assert meter.started == ["call_0"]
+    assert meter.finished == ["call_0"]
+    rows = tool_rows(session.messages)
+    assert [row.tool_call_id for row in rows] == ["call_0", "call_1", "call_2", "call_3"]
+    assert rows[0].error is None
+    assert rows[0].content == "slow:call_0"
+    assert rows[1].error is not None
+    assert rows[1].error.code == "ERR_PRISM_GUARDRAIL_BLOCKED"
+    assert rows[1].error.name == "GuardrailTripwire"
+    for row in rows[2:]:
+        assert row.error is not None
+        assert row.error.code == NOT_DISPATCHED
+        assert row.content is None
+    assert len(provider.requests) == 1
+    result = caught.value.result
+    assert result.status == "failed"
+    assert result.messages == tuple(session.messages)
+
+
+async def test_a_tripwire_lets_calls_already_running_in_parallel_finish() -> None:
+    meter = Meter()
+    calls = [
+        ToolCall(id="call_0", name="slow", arguments={"delay": 0.05}),
+        ToolCall(id="call_1", name="slow", arguments={"delay": 0.05}),
+        ToolCall(id="call_2", name="slow", arguments={}),
+        ToolCall(id="call_3", name="slow", arguments={}),
+        ToolCall(id="call_4", name="slow", arguments={}),
+    ]
+    session, _, _ = make_session(
+        [calling(*calls), answer()],
+        [meter.tool("slow")],
+        guardrails=trip_on("call_2"),
+        loop={"tool_concurrency": 3},
+    )
+    with pytest.raises(AgentRunError):
+        await session.run("go")
+    assert sorted(meter.finished) == ["call_0", "call_1"]
+    rows = tool_rows(session.messages)
+    assert [row.tool_call_id for row in rows] == [c.id for c in calls]
+    assert [row.error is None for row in rows] == [True, True, False, False, False]
+    assert [row.error.code for row in rows[2:] if row.error] == [
+        "ERR_PRISM_GUARDRAIL_BLOCKED",
+        NOT_DISPATCHED,
+        NOT_DISPATCHED,
+    ]
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+async def test_cancelling_through_the_signal_stops_claiming_and_fails_the_run(
+    concurrency: int,
+) -> None:
+    signal = asyncio.Event()
+    ran: list[str] = []
+
+    async def cancel(args: dict[str, Any], context: ToolExecutionContext) -> str:
+        ran.append(context.tool_call_id)
+        await asyncio.sleep(0.01)  # let a parallel worker claim the next call first
+        signal.set()
+        return "cancelled the run"
+
+    async def work(args: dict[str, Any], context: ToolExecutionContext) -> str:
+        ran.append(context.tool_call_id)
+        await asyncio.sleep(0.03)
+        return "worked"
+
+    calls = [
+        ToolCall(id="call_0", name="cancel", arguments={}),
+        ToolCall(id="call_1", name="work", arguments={}),
+        ToolCall(id="call_2", name="work", arguments={}),
+        ToolCall(id="call_3", name="work", arguments={}),
+    ]
+    session, provider, log = make_session(
+        [calling(*calls), answer()],
+        [ToolDefinition(name="cancel", execute=cancel), ToolDefinition(name="work", execute=work)],
+        loop={"tool_concurrency": concurrency},
+    )
+    with pytest.raises(AgentRunError) as caught:
+        await session.run("go", signal=signal)
+
+    assert isinstance(caught.value.__cause__, RunCancelledError)
+    assert caught.value.__cause__.code == "ERR_PRISM_RUN_CANCELLED"
+    expected_ran = ["call_0"] if concurrency == 1 else ["call_0", "call_1"]
+    assert ran == expected_ran
+    rows = tool_rows(session.messages)
+    assert [row.tool_call_id for row in rows] == [c.id for c in calls]
+    for row in rows:
+        if row.tool_call_id in ran:
+            assert row.error is None
+        else:
+            assert row.error is not None
+            assert row.error.code == NOT_DISPATCHED
+    assert len(provider.requests) == 1
+    assert caught.value.result.status == "failed"
+    assert log.types[-1] == "agent_finished"
+
+
+async def test_a_signal_set_before_the_run_stops_it_before_the_provider() -> None:
+    signal = asyncio.Event()
+    signal.set()
+    session, provider, _ = make_session([answer()], [])
+    with pytest.raises(AgentRunError) as caught:
+        await session.run("go", signal=signal)
+    assert isinstance(caught.value.__cause__, RunCancelledError)
+    assert provider.requests == []
+
+
+async def test_tool_events_follow_completion_order_but_rows_follow_call_order() -> None:
+    meter = Meter()
+    calls = [
+        ToolCall(id="call_0", name="slow", arguments={"delay": 0.03}),
+        ToolCall(id="call_1", name="slow", arguments={"delay": 0.0}),
+    ]
+    session, _, log = make_session(
+        [calling(*calls), answer()], [meter.tool("slow")], loop={"tool_concurrency": 2}
+    )
+    result = await session.run("go")
+    finished = [e.subject_call_id for e in log.events if e.type == "tool_execution_finished"]
+    assert finished == ["call_1", "call_0"]
+    assert row_ids(result.messages) == ["call_0", "call_1"]
