@@ -124,7 +124,7 @@ async def test_a_text_answer_ends_the_run() -> None:
     assert result.status == "succeeded"
     assert result.finish_reason == "stop"
     assert result.output_text == "hello there"
-    assert result.turns == 1
+    assert len(result.turns) == 1
     assert result.limit is None
     assert result.error is None
     assert result.run_id.startswith("run_")
@@ -185,7 +185,7 @@ async def test_tool_calls_become_tool_rows_in_call_order_and_the_next_turn_sees_
     ]
     assert provider.requests[1].messages == tuple(session.messages[:5])
     assert result.output_text == "all done"
-    assert result.turns == 2
+    assert len(result.turns) == 2
     assert result.messages == tuple(session.messages)
 
 
@@ -298,7 +298,7 @@ async def test_the_transcript_is_kept_across_runs_of_one_session() -> None:
     )
     assert [m.content for m in second.messages] == ["one", "first", "two", "second"]
     assert second.output_text == "second"
-    assert second.turns == 1
+    assert len(second.turns) == 1
 
 
 async def test_run_input_may_be_messages() -> None:
@@ -497,7 +497,7 @@ async def test_a_provider_failure_fails_the_run_with_it_as_the_cause() -> None:
     assert result.finish_reason == "error"
     assert result.limit is None
     assert result.error == ErrorInfo(message="provider down", name="ConnectionError")
-    assert result.turns == 2
+    assert len(result.turns) == 2
     assert [m.role for m in session.messages] == ["user", "assistant", "tool"]
     assert result.messages == tuple(session.messages)
     assert echo.ids == ["c1"]
@@ -932,7 +932,8 @@ async def test_the_events_of_a_text_only_run() -> None:
     data = [e.data for e in log.events]
     assert data[0] == {"model": MODEL}
     assert data[1] == {"turn": 1}
-    assert data[2] == {"turn": 1, "tools": 0}
+    empty_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    assert data[2] == {"turn": 1, "metadata": {"tools": {"count": 0, "ids_hash": empty_hash}}}
     assert data[3] == {
         "turn": 1,
         "finish_reason": "stop",
@@ -1214,7 +1215,7 @@ async def test_random_scripts_either_succeed_or_fail_cleanly_and_answer_every_di
     messages = list(session.messages)
     assert result.messages == tuple(messages)
     assert len(provider.requests) <= limits.get("max_turns", 16)
-    assert result.turns == len(provider.requests)
+    assert len(result.turns) == len(provider.requests)
 
     # Every assistant call is answered by exactly one row, right after it and in call order; only
     # the last calls of a run stopped by max_tool_rounds stay unanswered.

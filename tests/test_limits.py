@@ -205,7 +205,7 @@ async def test_a_run_without_agent_limits_may_go_past_the_default_turns() -> Non
     session, provider, tool, _ = make_session([*always_calling(turns - 1), answer()])
     result = await session.run("go", limits={"max_turns": turns, "max_tool_rounds": turns})
     assert result.status == "succeeded"
-    assert result.turns == turns
+    assert len(result.turns) == turns
     assert len(provider.requests) == turns
     assert len(tool.ran) == turns - 1
 
@@ -242,7 +242,7 @@ async def test_max_turns_breach_fails_the_run_with_one_limit_event() -> None:
     assert result.error == ErrorInfo(
         message="Run limit exceeded: max_turns", code="ERR_PRISM_RUN_LIMIT", name="RunLimitError"
     )
-    assert result.turns == 2
+    assert len(result.turns) == 2
     assert len(provider.requests) == 2
     assert tool.ran == ["call_1", "call_2"]
     # The transcript keeps both complete rounds.
@@ -348,7 +348,7 @@ async def test_max_tool_rounds_is_a_clean_stop_leaving_the_last_calls_unanswered
     assert result.status == "succeeded"
     assert result.finish_reason == "turn_limit"
     assert result.limit is None
-    assert result.turns == 2
+    assert len(result.turns) == 2
     assert len(provider.requests) == 2
     assert tool.ran == ["call_1"]
     assert [m.role for m in session.messages] == ["user", "assistant", "tool", "assistant"]

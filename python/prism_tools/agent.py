@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import logging
 import math
 import uuid
@@ -32,6 +33,7 @@ from prism_tools.artifacts import (
     parse_candidate,
     repair_messages,
 )
+from prism_tools.disclosure import ToolActivationState
 from prism_tools.dispatch import ToolValidator, dispatch_tool_call, error_info
 from prism_tools.errors import GuardrailTripwire, PrismError, RunLimitError
 from prism_tools.guardrails import (
@@ -51,6 +53,8 @@ from prism_tools.messages import (
     ProviderRequest,
     ProviderResponse,
     Usage,
+    message_from_dict,
+    message_to_dict,
     tool_message,
     user_messages,
 )
@@ -58,6 +62,17 @@ from prism_tools.middleware import MiddlewareRegistry
 from prism_tools.policies import PermissionPolicy, TrustPolicy
 from prism_tools.redaction import Redactor
 from prism_tools.registry import ToolRegistry, create_tool_registry
+from prism_tools.scoping import (
+    Narrowing,
+    RunScope,
+    ToolsDisclosure,
+    TurnRecord,
+    TurnTools,
+    read_disclosure,
+    read_search_top_k,
+    resolve_grant,
+    tools_metadata,
+)
 from prism_tools.types import (
     AgentEvent,
     ErrorInfo,
@@ -197,7 +212,7 @@ class RunResult:
     messages: tuple[Message, ...]
     finish_reason: str | None
     usage: Usage = field(default_factory=Usage)
-    turns: int = 0
+    turns: tuple[TurnRecord, ...] = ()
     run_id: str = ""
     limit: Mapping[str, JSONValue] | None = None
     error: ErrorInfo | None = None
@@ -244,6 +259,10 @@ class Agent:
         ownership: Ownership | None = None,
         identity: AgentIdentity | None = None,
         instructions: str | None = None,
+        tool_narrowing: Narrowing | None = None,
+        tools_disclosure: ToolsDisclosure = "all",
+        tools_search: Mapping[str, Any] | None = None,
+        allow_hidden_tool_calls: bool = False,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ValueError("model must be a non-empty string")
@@ -278,12 +297,30 @@ class Agent:
         self.ownership = ownership
         self.identity = identity
         self.instructions = instructions
+        if tool_narrowing is not None and not callable(tool_narrowing):
+            raise TypeError("tool_narrowing must be callable")
+        self.tool_narrowing = tool_narrowing
+        self.tools_disclosure = read_disclosure(tools_disclosure)
+        read_search_top_k(tools_search)
+        self.tools_search = tools_search
+        self.allow_hidden_tool_calls = bool(allow_hidden_tool_calls)
+
+    def registered_tools(self) -> list[ToolDefinition]:
+        """The agent's tools as they are registered now."""
+        return self.tools.list() if isinstance(self.tools, ToolRegistry) else list(self.tools)
 
     def session(
-        self, session_id: str | None = None, *, metadata: Mapping[str, JSONValue] | None = None
+        self,
+        session_id: str | None = None,
+        *,
+        metadata: Mapping[str, JSONValue] | None = None,
+        state: Mapping[str, Any] | str | None = None,
     ) -> Session:
-        """A new conversation with this agent."""
-        return Session(self, session_id or f"session_{uuid.uuid4().hex}", metadata)
+        """A new conversation with this agent, or one restored from ``session.state``."""
+        session = Session(self, session_id or f"session_{uuid.uuid4().hex}", metadata)
+        if state is not None:
+            session.restore(state)
+        return session
 
 
 def create_agent(
@@ -305,6 +342,10 @@ def create_agent(
     ownership: Ownership | None = None,
     identity: AgentIdentity | None = None,
     instructions: str | None = None,
+    tool_narrowing: Narrowing | None = None,
+    tools_disclosure: ToolsDisclosure = "all",
+    tools_search: Mapping[str, Any] | None = None,
+    allow_hidden_tool_calls: bool = False,
 ) -> Agent:
     """An agent: a model behind a provider, its tools, and the checks every call passes."""
     return Agent(
@@ -325,7 +366,14 @@ def create_agent(
         ownership=ownership,
         identity=identity,
         instructions=instructions,
+        tool_narrowing=tool_narrowing,
+        tools_disclosure=tools_disclosure,
+        tools_search=tools_search,
+        allow_hidden_tool_calls=allow_hidden_tool_calls,
     )
+
+
+STATE_VERSION: Final = 1
 
 
 class Session:
@@ -338,8 +386,50 @@ class Session:
         self.id = session_id
         self.metadata = dict(metadata or {})
         self.messages: list[Message] = []
+        self.activation = ToolActivationState()
+        # The last run's explicit grant; a later run without ``tool_names`` resumes within it.
+        self.grant: tuple[str, ...] | None = None
         self._subscribers: list[Subscriber] = []
         self._active = False
+
+    @property
+    def state(self) -> dict[str, JSONValue]:
+        """The session as plain JSON-ready data: transcript, grant, activated tool names."""
+        return {
+            "version": STATE_VERSION,
+            "session_id": self.id,
+            "messages": [message_to_dict(message) for message in self.messages],
+            "grant": None if self.grant is None else list(self.grant),
+            "activated": list(self.activation.names),
+        }
+
+    def restore(self, state: Mapping[str, Any] | str) -> None:
+        """Loads a ``state``; a stored grant shrinks to the agent's tools as registered now."""
+        data = json.loads(state) if isinstance(state, str) else state
+        if not isinstance(data, Mapping) or data.get("version") != STATE_VERSION:
+            raise ValueError(f"session state must be an object with version {STATE_VERSION}")
+        messages = data.get("messages", [])
+        if not isinstance(messages, list):
+            raise ValueError("session state 'messages' must be a list")
+        restored = [message_from_dict(item) for item in messages]
+        grant = data.get("grant")
+        if grant is not None:
+            if not isinstance(grant, list) or not all(isinstance(name, str) for name in grant):
+                raise ValueError("session state 'grant' must be a list of tool names or null")
+            registered = {tool.name for tool in self.agent.registered_tools()}
+            grant = tuple(name for name in grant if name in registered)
+        activated = data.get("activated", [])
+        if not isinstance(activated, list) or not all(
+            isinstance(name, str) and name for name in activated
+        ):
+            raise ValueError("session state 'activated' must be a list of tool names")
+        self.messages = restored
+        self.grant = grant
+        self.activation = ToolActivationState(activated)
+
+    def clear_activated_tools(self) -> None:
+        """Forgets every tool ``search_tools`` activated in this session."""
+        self.activation.clear()
 
     def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
         """Calls ``subscriber(event)`` for every event of this session's runs; returns a function
@@ -364,6 +454,11 @@ class Session:
         guardrails: Guardrails | None = None,
         metadata: Mapping[str, JSONValue] | None = None,
         signal: asyncio.Event | None = None,
+        tool_names: Iterable[str] | None = None,
+        tool_narrowing: Narrowing | None = None,
+        tools_disclosure: ToolsDisclosure | None = None,
+        tools_search: Mapping[str, Any] | None = None,
+        allow_hidden_tool_calls: bool | None = None,
     ) -> RunResult:
         """Runs the loop until the model answers without tool calls or a limit stops it.
 
@@ -383,6 +478,13 @@ class Session:
                 guardrails=_merge_guardrails(self.agent.guardrails, guardrails),
                 metadata=metadata,
                 signal=signal,
+                scope=_ScopeOptions(
+                    tool_names=None if tool_names is None else tuple(tool_names),
+                    narrowing=tool_narrowing,
+                    disclosure=tools_disclosure,
+                    search=tools_search,
+                    allow_hidden=allow_hidden_tool_calls,
+                ),
             )
             return await run.execute()
         finally:
@@ -396,6 +498,17 @@ class Session:
                     await outcome
             except Exception:  # a subscriber never breaks the run
                 logger.exception("event subscriber failed on %s", event.type)
+
+
+@dataclass(frozen=True, slots=True)
+class _ScopeOptions:
+    """A run's own scoping options (None: the agent's)."""
+
+    tool_names: tuple[str, ...] | None = None
+    narrowing: Narrowing | None = None
+    disclosure: ToolsDisclosure | None = None
+    search: Mapping[str, Any] | None = None
+    allow_hidden: bool | None = None
 
 
 class _Run:
@@ -412,6 +525,7 @@ class _Run:
         guardrails: Guardrails | None,
         metadata: Mapping[str, JSONValue] | None,
         signal: asyncio.Event | None,
+        scope: _ScopeOptions,
     ) -> None:
         agent = session.agent
         self.session = session
@@ -425,11 +539,15 @@ class _Run:
         self.metadata: dict[str, JSONValue] = {**agent.metadata, **session.metadata}
         if metadata:
             self.metadata.update(metadata)
-        self.registry = (
-            agent.tools
-            if isinstance(agent.tools, ToolRegistry)
-            else create_tool_registry(agent.tools, duplicate="replace")
-        )
+        # The run's own snapshot: tools registered or replaced during the run change nothing.
+        registered = agent.registered_tools()
+        self.registry = create_tool_registry(registered, duplicate="replace")
+        if scope.narrowing is not None and not callable(scope.narrowing):
+            raise TypeError("tool_narrowing must be callable")
+        self.scope_options = scope
+        self.registered = registered
+        self.turn_tools: TurnTools | None = None
+        self.turn_records: list[TurnRecord] = []
         self.pending_events: list[AgentEvent] = []
         self.tracker = RunLimitTracker(limits, on_breach=self._on_breach)
         self.usage = Usage()
@@ -467,6 +585,7 @@ class _Run:
         deadline = asyncio.timeout(self.tracker.limits.max_wall_time_ms / 1000)
         try:
             async with deadline:
+                self.scope = self.build_scope()
                 self.check_skills()
                 await self.guard("input", list(self.input))
                 self.session.messages.extend(self.input)
@@ -497,7 +616,7 @@ class _Run:
             messages=tuple(self.session.messages),
             finish_reason=finish_reason,
             usage=self.usage,
-            turns=self.turns,
+            turns=tuple(self.turn_records),
             run_id=self.id,
             artifact=self.artifact,
         )
@@ -515,7 +634,7 @@ class _Run:
             messages=tuple(self.session.messages),
             finish_reason="error",
             usage=self.usage,
-            turns=self.turns,
+            turns=tuple(self.turn_records),
             run_id=self.id,
             limit=dict(breach.breach) if breach is not None else None,
             error=info,
@@ -531,8 +650,51 @@ class _Run:
                 return message.content if isinstance(message.content, str) else ""
         return ""
 
+    def build_scope(self) -> RunScope:
+        options = self.scope_options
+        agent = self.agent
+        if options.tool_names is not None:
+            grant = resolve_grant(self.registered, options.tool_names, strict=True)
+            self.session.grant = tuple(tool.name for tool in grant)
+            everything = False
+        elif self.session.grant is not None:
+            # Resuming: the stored grant, shrunk to what is registered now; never wider.
+            grant = resolve_grant(self.registered, self.session.grant, strict=False)
+            everything = False
+        else:
+            grant = tuple(self.registered)
+            everything = True
+        disclosure = (
+            read_disclosure(options.disclosure)
+            if options.disclosure is not None
+            else agent.tools_disclosure
+        )
+        search = options.search if options.search is not None else agent.tools_search
+        allow_hidden = (
+            options.allow_hidden
+            if options.allow_hidden is not None
+            else agent.allow_hidden_tool_calls
+        )
+        return RunScope(
+            self.registered,
+            grant,
+            granted_everything=everything,
+            narrowing=options.narrowing if options.narrowing is not None else agent.tool_narrowing,
+            disclosure=disclosure,
+            top_k=read_search_top_k(search),
+            allow_hidden=bool(allow_hidden),
+            activation=self.session.activation,
+        )
+
+    def turn_query(self) -> str:
+        """The text a turn's search uses: the latest user or assistant text."""
+        for message in reversed(self.session.messages):
+            if message.role != "tool" and isinstance(message.content, str) and message.content:
+                return message.content
+        return ""
+
     def check_skills(self) -> None:
-        names = set(self.registry.names())
+        names = set(self.scope.grant_names)
         for skill in self.agent.skills:
             for tool in skill.tool_names:
                 if tool not in names:
@@ -592,7 +754,21 @@ class _Run:
         self.turns += 1
         turn = self.turns
         await self.emit("turn_started", turn=turn)
-        tools = tuple(self.registry.list())
+        turn_tools = await self.scope.for_turn(turn, self.session.messages, self.turn_query())
+        if turn_tools.clamped:
+            await self.emit("tool_narrowing_clamped", turn=turn, dropped=list(turn_tools.clamped))
+        plan = turn_tools.disclosure
+        if plan is not None and plan.fallback is not None:
+            await self.emit(
+                "tools_disclosure_fallback", turn=turn, reason=plan.fallback, detail=plan.detail
+            )
+        tools = turn_tools.sent
+        if plan is not None and plan.fallback is None:
+            # The generated search_tools joins this run's snapshot so dispatch can find it.
+            self.registry.register(tools[-1])
+        self.turn_tools = turn_tools
+        names = [tool.name for tool in tools]
+        tools_meta = tools_metadata(names)
         request = ProviderRequest(
             model=self.agent.model,
             messages=tuple(self.session.messages),
@@ -600,13 +776,18 @@ class _Run:
             metadata=self.metadata or None,
             instructions=self.instructions(),
         )
-        await self.emit("provider_turn_started", turn=turn, tools=len(tools))
+        # Recorded before the call, so a failed provider turn still shows what was sent.
+        self.turn_records.append(TurnRecord(turn, tools_meta))
+        await self.emit("provider_turn_started", turn=turn, metadata={"tools": tools_meta})
         response = await self.agent.provider.generate(request)
         if not isinstance(response, ProviderResponse):
             raise TypeError(
                 f"provider.generate must return a ProviderResponse, got {type(response).__name__}"
             )
         self.usage = self.usage + response.usage
+        self.turn_records[-1] = TurnRecord(
+            turn, tools_meta, len(response.tool_calls), response.finish_reason, response.usage
+        )
         await self.emit(
             "provider_turn_finished",
             turn=turn,
@@ -717,6 +898,7 @@ class _Run:
             call,
             self.registry,
             context,
+            filter=self.turn_tools.dispatch_filter if self.turn_tools is not None else None,
             middleware=agent.middleware,
             validate=self.validate,
             emit=self.forward,
@@ -803,7 +985,7 @@ class _Run:
         error = result.error
         blocked = (result.metadata or {}).get("blocked_reason")
         if error is not None and blocked == "unknown_tool":
-            names = self.registry.names()
+            names = list(self.turn_tools.callable_names) if self.turn_tools is not None else []
             shown = names[:UNKNOWN_TOOL_NAMES_SHOWN]
             more = len(names) - len(shown)
             listing = ", ".join(shown) + (f" (and {more} more)" if more > 0 else "")

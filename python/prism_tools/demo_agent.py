@@ -151,7 +151,7 @@ def format_agent_report(report: AgentDemoReport) -> str:
     counts = Counter(event.type for event in report.events)
     lines += [
         "",
-        f"== Agent session: {result.turns} turns, {report.requests} provider requests, "
+        f"== Agent session: {len(result.turns)} turns, {report.requests} provider requests, "
         f"status {result.status}, finish {result.finish_reason}, "
         f"{result.usage.total_tokens} tokens",
         *(_message_line(message) for message in result.messages),
@@ -182,7 +182,7 @@ def agent_report_data(report: AgentDemoReport) -> dict[str, JSONValue]:
         "session": {
             "status": result.status,
             "finish_reason": result.finish_reason,
-            "turns": result.turns,
+            "turns": len(result.turns),
             "usage": {
                 "input_tokens": result.usage.input_tokens,
                 "output_tokens": result.usage.output_tokens,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from prism_tools.types import ErrorInfo, JSONValue, ToolCall, ToolDefinition
 
@@ -120,6 +120,64 @@ class StreamingProvider(Provider, Protocol):
     def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderDelta]: ...
 
 
+def message_to_dict(message: Message) -> dict[str, JSONValue]:
+    """A message as plain JSON-ready data (for session state)."""
+    out: dict[str, JSONValue] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        out["tool_calls"] = [call.to_dict() for call in message.tool_calls]
+    if message.tool_call_id is not None:
+        out["tool_call_id"] = message.tool_call_id
+    if message.name is not None:
+        out["name"] = message.name
+    if message.error is not None:
+        out["error"] = message.error.to_dict()
+    return out
+
+
+def _error_from(data: Any) -> ErrorInfo | None:
+    if data is None:
+        return None
+    if not isinstance(data, Mapping) or not isinstance(data.get("message"), str):
+        raise ValueError("a stored error needs a string 'message'")
+    return ErrorInfo(
+        message=data["message"],
+        code=data.get("code"),
+        name=data.get("name"),
+        details=data.get("details"),
+    )
+
+
+def message_from_dict(data: Any) -> Message:
+    """The inverse of :func:`message_to_dict`; a malformed entry is a ``ValueError``."""
+    if not isinstance(data, Mapping):
+        raise ValueError(f"a stored message must be an object, got {type(data).__name__}")
+    calls = []
+    for item in data.get("tool_calls") or ():
+        if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
+            raise ValueError("a stored tool call needs a string 'id'")
+        if not isinstance(item.get("name"), str):
+            raise ValueError("a stored tool call needs a string 'name'")
+        calls.append(
+            ToolCall(
+                item["id"],
+                item["name"],
+                item.get("arguments"),
+                _error_from(item.get("arguments_error")),
+            )
+        )
+    role = data.get("role")
+    if role not in ROLES:
+        raise ValueError(f"a stored message has an unknown role {role!r}")
+    return Message(
+        role,
+        data.get("content", ""),
+        tuple(calls),
+        data.get("tool_call_id"),
+        data.get("name"),
+        _error_from(data.get("error")),
+    )
+
+
 def tool_message(call: ToolCall, value: JSONValue, error: ErrorInfo | None) -> Message:
     """The transcript row answering ``call``."""
     return Message("tool", value, tool_call_id=call.id, name=call.name, error=error)
@@ -152,6 +210,8 @@ __all__ = [
     "Role",
     "StreamingProvider",
     "Usage",
+    "message_from_dict",
+    "message_to_dict",
     "tool_message",
     "user_messages",
 ]
