@@ -46,7 +46,7 @@ async def test_search_and_disclosure_narrow_the_catalog() -> None:
 async def test_report_renders_as_text_and_json() -> None:
     report = await run_agent_demo()
     text = format_agent_report(report)
-    assert "The session went as scripted." in text
+    assert "The sessions went as scripted." in text
     assert "Tools you can call" in text
     data = orjson.loads(orjson.dumps(agent_report_data(report)))
     assert data["ok"] is True
@@ -61,3 +61,17 @@ def test_the_cli_demo_includes_the_session(capsys: pytest.CaptureFixture[str]) -
     assert main(["demo", "--json"]) == 0
     data = orjson.loads(capsys.readouterr().out)
     assert data["agent"]["session"]["status"] == "succeeded"
+
+
+async def test_search_disclosure_finds_the_tool_the_first_turn_did_not_show() -> None:
+    report = await run_agent_demo()
+    assert report.search_ok
+    first, second, third = report.sent_per_turn
+    assert len(first) == 9  # top 8 and search_tools, out of 364
+    assert "convert_currency" not in first
+    assert "convert_currency" in second
+    assert second == third  # the same tools, so the same schema bytes, on consecutive turns
+    result = report.search_result
+    assert result is not None
+    assert [record.tools["count"] for record in result.turns] == [9, 12, 12]
+    assert result.turns[1].tools["ids_hash"] == result.turns[2].tools["ids_hash"]

@@ -29,7 +29,7 @@ MISSPELLED_TOOL = "get_wether_forecast"
 
 @dataclass
 class AgentDemoReport:
-    """What the search and the scripted session produced."""
+    """What the search and the scripted sessions produced."""
 
     tool_count: int
     hits: list[SearchHit]
@@ -37,9 +37,34 @@ class AgentDemoReport:
     result: RunResult
     events: list[AgentEvent] = field(default_factory=list)
     requests: int = 0
+    search_result: RunResult | None = None
+    sent_per_turn: list[list[str]] = field(default_factory=list)
+
+    @property
+    def search_ok(self) -> bool:
+        """True when search disclosure went as scripted: the first turn did not show
+        ``convert_currency``, ``search_tools`` found it, and the next turn showed and ran it."""
+        result = self.search_result
+        if result is None or result.status != "succeeded" or len(self.sent_per_turn) != 3:
+            return False
+        first, second, _ = self.sent_per_turn
+        rows = {row.tool_call_id: row for row in result.messages if row.role == "tool"}
+        converted = rows.get("call_s2")
+        return (
+            "convert_currency" not in first
+            and "convert_currency" in second
+            and first[-1] == second[-1] == "search_tools"
+            and converted is not None
+            and converted.error is None
+        )
 
     @property
     def ok(self) -> bool:
+        """True when both sessions went as scripted."""
+        return self.session_ok and self.search_ok
+
+    @property
+    def session_ok(self) -> bool:
         """True when the session went as scripted: it succeeded, the misspelled call was refused
         with the list of real names, and every call got exactly one result row."""
         rows = [message for message in self.result.messages if message.role == "tool"]
@@ -106,6 +131,19 @@ async def run_agent_demo(registry: ToolRegistry | None = None) -> AgentDemoRepor
     events: list[AgentEvent] = []
     session.subscribe(events.append)
     result = await session.run(USER_REQUEST)
+
+    # The same request with search disclosure: each turn sends the top 8 tools for the latest
+    # text plus search_tools; what search_tools finds is shown from the next turn on.
+    search_provider = ScriptedProvider(_search_script())
+    search_agent = create_agent(
+        model="scripted-model",
+        provider=search_provider,
+        tools=registry,
+        validator=create_json_schema_tool_argument_validator(),
+        tools_disclosure="search",
+        tools_search={"top_k": 8},
+    )
+    search_result = await search_agent.session("demo-search-session").run(USER_REQUEST)
     return AgentDemoReport(
         tool_count=len(registry),
         hits=hits,
@@ -113,11 +151,39 @@ async def run_agent_demo(registry: ToolRegistry | None = None) -> AgentDemoRepor
         result=result,
         events=events,
         requests=len(provider.requests),
+        search_result=search_result,
+        sent_per_turn=[
+            [tool.name for tool in request.tools] for request in search_provider.requests
+        ],
     )
+
+
+def _search_script() -> list[ProviderResponse]:
+    return [
+        ProviderResponse(
+            tool_calls=(
+                ToolCall("call_s0", "get_current_weather", {"city": "Lisbon"}),
+                ToolCall("call_s1", "search_tools", {"query": SEARCH_QUERY, "k": 3}),
+            ),
+            finish_reason="tool_calls",
+        ),
+        ProviderResponse(
+            tool_calls=(
+                ToolCall(
+                    "call_s2",
+                    "convert_currency",
+                    {"amount": 100, "from_currency": "EUR", "to_currency": "USD"},
+                ),
+            ),
+            finish_reason="tool_calls",
+        ),
+        ProviderResponse(text="Lisbon: partly cloudy, about 9 °C. 100 EUR is about 108 USD."),
+    ]
 
 
 def _short(value: JSONValue, limit: int = 96) -> str:
     text = value if isinstance(value, str) else _json.dumps(value).decode("utf-8")
+    text = " | ".join(text.splitlines())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -156,8 +222,18 @@ def format_agent_report(report: AgentDemoReport) -> str:
         f"{result.usage.total_tokens} tokens",
         *(_message_line(message) for message in result.messages),
         "  events: " + ", ".join(f"{kind} x{count}" for kind, count in counts.items()),
+    ]
+    if report.search_result is not None:
+        lines += [
+            "",
+            f"== The same request with tools_disclosure='search' (top 8 of {report.tool_count})",
+        ]
+        for number, names in enumerate(report.sent_per_turn, start=1):
+            lines.append(f"  turn {number}: {len(names)} tools sent: {', '.join(names)}")
+        lines += [_message_line(message) for message in report.search_result.messages]
+    lines += [
         "",
-        "The session went as scripted." if report.ok else "The session did not go as scripted.",
+        "The sessions went as scripted." if report.ok else "A session did not go as scripted.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -199,6 +275,10 @@ def agent_report_data(report: AgentDemoReport) -> dict[str, JSONValue]:
                 for message in result.messages
             ],
             "events": [event.type for event in report.events],
+        },
+        "search_session": {
+            "ok": report.search_ok,
+            "tools_sent_per_turn": [list(names) for names in report.sent_per_turn],
         },
     }
 
