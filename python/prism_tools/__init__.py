@@ -85,7 +85,7 @@ from prism_tools.policies import (
     create_static_permission_policy,
     create_static_trust_policy,
 )
-from prism_tools.providers import ScriptedProvider
+from prism_tools.providers import ProviderStreamError, ScriptedProvider
 from prism_tools.redaction import (
     Redactor,
     SecretRedactor,
@@ -168,6 +168,7 @@ __all__ = [
     "ProviderDelta",
     "ProviderRequest",
     "ProviderResponse",
+    "ProviderStreamError",
     "Redactor",
     "RunCancelledError",
     "RunLedger",
