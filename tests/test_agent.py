@@ -1272,3 +1272,37 @@ async def test_rule_packs_survive_merging_agent_and_run_guardrails() -> None:
     cause = info.value.__cause__
     assert isinstance(cause, GuardrailTripwire)
     assert str(cause) == "Blocked by guardrail rule pack:policy/no-input: nope"
+
+
+async def test_calls_left_by_a_turn_limit_are_answered_when_the_next_run_starts() -> None:
+    calls: list[str] = []
+
+    async def tool(args: dict[str, Any], context: ToolExecutionContext) -> str:
+        calls.append("ran")
+        return "ok"
+
+    provider = ScriptedProvider(
+        [
+            ProviderResponse(tool_calls=(ToolCall("c1", "t", {}),)),
+            ProviderResponse(tool_calls=(ToolCall("c2", "t", {}),)),
+            ProviderResponse(text="done"),
+        ]
+    )
+    agent = create_agent(
+        model="m",
+        provider=provider,
+        tools=[ToolDefinition("t", execute=tool)],
+        limits={"max_tool_rounds": 1},
+    )
+    session = agent.session()
+    first = await session.run("go")
+    assert first.finish_reason == "turn_limit"
+    assert calls == ["ran"]
+    await session.run("again")
+    sent = provider.requests[2].messages
+    rows = [message for message in sent if message.role == "tool"]
+    assert [row.tool_call_id for row in rows] == ["c1", "c2"]
+    assert rows[1].error is not None
+    assert rows[1].error.code == "tool_call_not_dispatched"
+    assert sent[-1] == Message("user", "again")
+    assert calls == ["ran"]  # the unanswered call was never run

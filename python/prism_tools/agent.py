@@ -588,6 +588,7 @@ class _Run:
                 self.scope = self.build_scope()
                 self.check_skills()
                 await self.guard("input", list(self.input))
+                self.answer_unanswered_calls()
                 self.session.messages.extend(self.input)
                 if self.loop.strategy == "generate-validate-revise":
                     finish_reason = await self.generate_validate_revise()
@@ -685,6 +686,20 @@ class _Run:
             allow_hidden=bool(allow_hidden),
             activation=self.session.activation,
         )
+
+    def answer_unanswered_calls(self) -> None:
+        """Gives every tool call an earlier run left without a result (a ``turn_limit`` stop)
+        an error row, so the transcript stays one providers accept."""
+        answered = {message.tool_call_id for message in self.session.messages}
+        for message in list(self.session.messages):
+            for call in message.tool_calls:
+                if call.id not in answered:
+                    info = ErrorInfo(
+                        message="Tool call was not run: the previous run stopped at its limit",
+                        code=NOT_DISPATCHED,
+                    )
+                    self.session.messages.append(tool_message(call, None, info))
+                    answered.add(call.id)
 
     def turn_query(self) -> str:
         """The text a turn's search uses: the latest user or assistant text."""
