@@ -590,3 +590,34 @@ async def test_parsed_calls_run_through_dispatch_and_bad_json_never_runs() -> No
         "content": '{"city":"Paris","celsius":21,"days":2}',
     }
     assert follow_up[2]["content"].startswith("Error (invalid_json_arguments): Tool arguments")
+
+
+def test_tool_payloads_are_built_once_per_definition_and_reused() -> None:
+    from prism_tools.providers.openai import openai_tools_json
+    from prism_tools.providers.payloads import ToolPayloadCache
+
+    tools = [
+        ToolDefinition("alpha", description="first", parameters={"type": "object"}),
+        ToolDefinition("beta"),
+    ]
+    first = openai_tools(tools)
+    second = openai_tools(tools[::-1])
+    assert first[0] is second[1]  # the same entry object, not rebuilt
+    assert openai_tools_json(tools) == orjson.dumps(first)
+
+    built: list[str] = []
+
+    def build(tool: ToolDefinition) -> dict[str, Any]:
+        built.append(tool.name)
+        return {"name": tool.name}
+
+    cache = ToolPayloadCache(build, maxsize=2)
+    a, b, c = (ToolDefinition(name) for name in "abc")
+    assert cache.json([a, b, a]) == b'[{"name":"a"},{"name":"b"},{"name":"a"}]'
+    cache.json([c])  # evicts the least recently used (b)
+    cache.json([a, b])
+    assert built == ["a", "b", "c", "b"]
+    assert len(cache) == 2
+    # A different definition with the same name is a different payload.
+    replacement = ToolDefinition("a", description="new")
+    assert cache.entries([replacement])[0] is not cache.entries([a])[0]

@@ -17,6 +17,7 @@ from typing import Any
 from prism_tools.errors import ArgumentsError
 from prism_tools.messages import Message, ProviderDelta, ProviderRequest, ProviderResponse, Usage
 from prism_tools.providers.openai import EMPTY_PARAMETERS, arguments_text
+from prism_tools.providers.payloads import ToolPayloadCache
 from prism_tools.providers.streaming import (
     ProviderStreamError,
     ToolCallAssembler,
@@ -48,19 +49,31 @@ RESERVED_CREATE_ARGUMENTS = frozenset(("model", "messages", "tools", "stream"))
 RECEIVED_TEXT_LABEL = "Argument text received: "
 
 
+def anthropic_tool(tool: ToolDefinition) -> dict[str, JSONValue]:
+    """One tool definition as a Messages ``tools`` entry."""
+    entry: dict[str, JSONValue] = {"name": tool.name}
+    if tool.description:
+        entry["description"] = tool.description
+    entry["input_schema"] = to_plain(
+        EMPTY_PARAMETERS if tool.parameters is None else tool.parameters
+    )
+    return entry
+
+
+ANTHROPIC_TOOL_PAYLOADS = ToolPayloadCache(anthropic_tool)
+"""Messages tool entries, built once per definition and reused every turn."""
+
+
 def anthropic_tools(tools: Sequence[ToolDefinition]) -> list[dict[str, JSONValue]]:
     """Tool definitions as Messages ``tools``, in a fixed key order so the same tools give the
-    same request bytes every turn."""
-    out: list[dict[str, JSONValue]] = []
-    for tool in tools:
-        entry: dict[str, JSONValue] = {"name": tool.name}
-        if tool.description:
-            entry["description"] = tool.description
-        entry["input_schema"] = to_plain(
-            EMPTY_PARAMETERS if tool.parameters is None else tool.parameters
-        )
-        out.append(entry)
-    return out
+    same request bytes every turn. Entries are cached per definition and shared between turns:
+    do not mutate them."""
+    return ANTHROPIC_TOOL_PAYLOADS.entries(tools)
+
+
+def anthropic_tools_json(tools: Sequence[ToolDefinition]) -> bytes:
+    """The ``tools`` array as JSON bytes, joined from per-definition cached fragments."""
+    return ANTHROPIC_TOOL_PAYLOADS.json(tools)
 
 
 def _blocks(content: JSONValue) -> list[JSONValue]:

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from prism_tools.messages import Message, ProviderDelta, ProviderRequest, ProviderResponse, Usage
+from prism_tools.providers.payloads import ToolPayloadCache
 from prism_tools.providers.streaming import (
     ToolCallAssembler,
     as_mapping,
@@ -30,20 +31,32 @@ EMPTY_PARAMETERS: Mapping[str, JSONValue] = {"type": "object", "properties": {}}
 RESERVED_CREATE_ARGUMENTS = frozenset(("model", "messages", "tools", "stream"))
 
 
+def openai_tool(tool: ToolDefinition) -> dict[str, JSONValue]:
+    """One tool definition as a Chat Completions ``tools`` entry."""
+    function: dict[str, JSONValue] = {"name": tool.name}
+    if tool.description:
+        function["description"] = tool.description
+    function["parameters"] = to_plain(
+        EMPTY_PARAMETERS if tool.parameters is None else tool.parameters
+    )
+    return {"type": "function", "function": function}
+
+
+OPENAI_TOOL_PAYLOADS = ToolPayloadCache(openai_tool)
+"""Chat Completions tool entries, built once per definition and reused every turn."""
+
+
 def openai_tools(tools: Sequence[ToolDefinition]) -> list[dict[str, JSONValue]]:
     """Tool definitions as Chat Completions ``tools``. Keys come in a fixed order and schemas
     keep their own key order, so the same tools give the same request bytes every turn (which
-    keeps the provider's prompt cache warm)."""
-    out: list[dict[str, JSONValue]] = []
-    for tool in tools:
-        function: dict[str, JSONValue] = {"name": tool.name}
-        if tool.description:
-            function["description"] = tool.description
-        function["parameters"] = to_plain(
-            EMPTY_PARAMETERS if tool.parameters is None else tool.parameters
-        )
-        out.append({"type": "function", "function": function})
-    return out
+    keeps the provider's prompt cache warm). Entries are cached per definition and shared
+    between turns: do not mutate them."""
+    return OPENAI_TOOL_PAYLOADS.entries(tools)
+
+
+def openai_tools_json(tools: Sequence[ToolDefinition]) -> bytes:
+    """The ``tools`` array as JSON bytes, joined from per-definition cached fragments."""
+    return OPENAI_TOOL_PAYLOADS.json(tools)
 
 
 def _content(value: JSONValue) -> JSONValue:
