@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
+from prism_tools import _json
 from prism_tools.artifacts import (
     NO_VALIDATED_ARTIFACT,
     TOOL_ROUND_LIMIT,
@@ -316,7 +317,13 @@ class Agent:
         metadata: Mapping[str, JSONValue] | None = None,
         state: Mapping[str, Any] | str | None = None,
     ) -> Session:
-        """A new conversation with this agent, or one restored from ``session.state``."""
+        """A new conversation with this agent, or one restored from ``session.state`` (keeping
+        its session id unless another is given)."""
+        if session_id is None and state is not None:
+            data = json.loads(state) if isinstance(state, str) else state
+            stored = data.get("session_id") if isinstance(data, Mapping) else None
+            session_id = stored if isinstance(stored, str) and stored else None
+            state = data
         session = Session(self, session_id or f"session_{uuid.uuid4().hex}", metadata)
         if state is not None:
             session.restore(state)
@@ -395,13 +402,16 @@ class Session:
     @property
     def state(self) -> dict[str, JSONValue]:
         """The session as plain JSON-ready data: transcript, grant, activated tool names."""
-        return {
+        state = {
             "version": STATE_VERSION,
             "session_id": self.id,
             "messages": [message_to_dict(message) for message in self.messages],
             "grant": None if self.grant is None else list(self.grant),
             "activated": list(self.activation.names),
         }
+        # Tool values may be anything (dates, sets, bytes): store what JSON can hold of them.
+        plain: dict[str, JSONValue] = _json.loads(_json.dumps_lenient(state))
+        return plain
 
     def restore(self, state: Mapping[str, Any] | str) -> None:
         """Loads a ``state``; a stored grant shrinks to the agent's tools as registered now."""
@@ -465,6 +475,8 @@ class Session:
         Raises ``AgentRunError`` (with ``.result`` and the original error as ``__cause__``) when
         the run fails; the transcript keeps what happened up to the failure.
         """
+        if isinstance(tool_names, str):
+            raise TypeError("tool_names must be a collection of tool names, not a single string")
         if self._active:
             raise SessionBusyError("Agent session already has an active run")
         self._active = True
@@ -587,6 +599,8 @@ class _Run:
             async with deadline:
                 self.scope = self.build_scope()
                 self.check_skills()
+                if self.scope_options.tool_names is not None:
+                    self.session.grant = self.scope.grant_names
                 await self.guard("input", list(self.input))
                 self.answer_unanswered_calls()
                 self.session.messages.extend(self.input)
@@ -656,7 +670,6 @@ class _Run:
         agent = self.agent
         if options.tool_names is not None:
             grant = resolve_grant(self.registered, options.tool_names, strict=True)
-            self.session.grant = tuple(tool.name for tool in grant)
             everything = False
         elif self.session.grant is not None:
             # Resuming: the stored grant, shrunk to what is registered now; never wider.

@@ -151,8 +151,14 @@ def message_from_dict(data: Any) -> Message:
     """The inverse of :func:`message_to_dict`; a malformed entry is a ``ValueError``."""
     if not isinstance(data, Mapping):
         raise ValueError(f"a stored message must be an object, got {type(data).__name__}")
+    stored_calls = data.get("tool_calls") or []
+    if not isinstance(stored_calls, list):
+        raise ValueError("a stored message's 'tool_calls' must be a list")
+    for key in ("tool_call_id", "name"):
+        if data.get(key) is not None and not isinstance(data.get(key), str):
+            raise ValueError(f"a stored message's {key!r} must be a string")
     calls = []
-    for item in data.get("tool_calls") or ():
+    for item in stored_calls:
         if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
             raise ValueError("a stored tool call needs a string 'id'")
         if not isinstance(item.get("name"), str):

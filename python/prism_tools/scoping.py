@@ -16,11 +16,17 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from prism_tools._core import SEARCH_MAX_TOP_K, ToolFilter, ToolSearchIndex
+from prism_tools._core import (
+    SEARCH_MAX_TOP_K,
+    ToolFilter,
+    ToolSearchCapacityError,
+    ToolSearchIndex,
+)
 from prism_tools.disclosure import (
     SEARCH_TOOLS_NAME,
     ToolActivationState,
@@ -34,6 +40,8 @@ from prism_tools.types import JSONValue, ToolDefinition
 ToolsDisclosure = Literal["all", "search"]
 DISCLOSURE_MODES: Final = ("all", "search")
 DEFAULT_SEARCH_TOP_K: Final = 16
+INDEX_CACHE_SIZE: Final = 8
+"""Search indexes a run keeps, one per distinct visible set (narrowing may vary it per turn)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,18 +164,30 @@ class RunScope:
         self.top_k = top_k
         self.allow_hidden = allow_hidden
         self.activation = activation
-        self._index: ToolSearchIndex | None = None
-        self._index_failed = False
+        # Indexes by the visible names they cover: the whole grant, or a narrowed subset (so the
+        # top k are the best *visible* tools). Identical consecutive subsets reuse theirs.
+        self._indexes: OrderedDict[tuple[str, ...], ToolSearchIndex | ToolDisclosure] = (
+            OrderedDict()
+        )
 
-    def index(self) -> ToolSearchIndex | None:
-        """The search index over the grant, built on first use; None when it cannot be built
-        (disclosure then falls back to every visible tool)."""
-        if self._index is None and not self._index_failed:
-            try:
-                self._index = ToolSearchIndex(self.grant)
-            except Exception:
-                self._index_failed = True
-        return self._index
+    def index_for(self, visible: tuple[ToolDefinition, ...]) -> ToolSearchIndex | ToolDisclosure:
+        """The index over ``visible``, or the fallback disclosure when it cannot be built."""
+        key = tuple(tool.name for tool in visible)
+        found = self._indexes.get(key)
+        if found is not None:
+            self._indexes.move_to_end(key)
+            return found
+        built: ToolSearchIndex | ToolDisclosure
+        try:
+            built = ToolSearchIndex(visible)
+        except ToolSearchCapacityError as err:
+            built = ToolDisclosure(visible, "index_capacity", detail=str(err))
+        except Exception as err:  # fail closed: show every visible tool
+            built = ToolDisclosure(visible, "index_error", detail=str(err))
+        self._indexes[key] = built
+        while len(self._indexes) > INDEX_CACHE_SIZE:
+            self._indexes.popitem(last=False)
+        return built
 
     async def visible(
         self, turn: int, last_assistant_text: str | None
@@ -203,18 +223,24 @@ class RunScope:
         visible_names = tuple(tool.name for tool in visible)
         disclosure: ToolDisclosure | None = None
         sent = visible
-        if self.disclosure == "search":
-            index = self.index()
-            if index is None:
-                disclosure = ToolDisclosure(visible, "index_error", detail="index not built")
-            else:
-                disclosure = plan_tool_disclosure(
-                    list(visible),
-                    query=query,
-                    top_k=self.top_k,
-                    index=index,
-                    state=self.activation,
+        if self.disclosure == "search" and visible:
+            if SEARCH_TOOLS_NAME in self.registered_names:
+                # A host tool owns the name; the generated one would shadow it.
+                disclosure = ToolDisclosure(
+                    visible, "reserved_name", detail=f"a tool is named {SEARCH_TOOLS_NAME!r}"
                 )
+            else:
+                index = self.index_for(visible)
+                if isinstance(index, ToolDisclosure):
+                    disclosure = index
+                else:
+                    disclosure = plan_tool_disclosure(
+                        list(visible),
+                        query=query,
+                        top_k=self.top_k,
+                        index=index,
+                        state=self.activation,
+                    )
             sent = disclosure.tools
         callable_names = self.grant_names if self.allow_hidden else visible_names
         if disclosure is not None and disclosure.fallback is None:
