@@ -23,9 +23,9 @@ _BUILDERS: dict[type, Callable[..., Any]] = {}
 def builder(cls: type[T]) -> Callable[..., T]:
     """A positional constructor for a ``fast_init`` class that skips ``type.__call__``.
 
-    Every field must be passed, in declaration order, and nothing is checked: for the hot path
-    only, where the harness itself supplies the values. It saves about a third of the cost of
-    ``cls(...)``.
+    Every field must be passed, in declaration order, and nothing is checked (``__post_init__``
+    does not run): for the hot path only, where the harness itself supplies valid values. It
+    saves about a third of the cost of ``cls(...)``.
     """
     return _BUILDERS[cls]
 
@@ -63,9 +63,8 @@ def fast_init(cls: type[T]) -> type[T]:
         + "    self.__class__ = _cls\n    return self"
     )
     namespace["_new"] = object.__new__
-    if not hasattr(cls, "__post_init__"):
-        exec(build_source, namespace)
-        _BUILDERS[cls] = namespace["build"]
+    exec(build_source, namespace)
+    _BUILDERS[cls] = namespace["build"]
     init = namespace["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__doc__ = cls.__init__.__doc__

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from prism_tools import _json
+from prism_tools._frozen import builder
 from prism_tools.artifacts import (
     NO_VALIDATED_ARTIFACT,
     TOOL_ROUND_LIMIT,
@@ -82,9 +83,12 @@ from prism_tools.types import (
     ToolDefinition,
     ToolExecutionContext,
     ToolResult,
+    ignore_progress,
 )
 
 logger = logging.getLogger("prism_tools.agent")
+
+_context = builder(ToolExecutionContext)
 
 UNKNOWN_TOOL_NAMES_SHOWN: Final = 32
 """Most tool names listed to the model after it called a tool that does not exist."""
@@ -576,7 +580,8 @@ class _Run:
         return AgentEvent(kind, session_id=self.session.id, run_id=self.id, data=payload or None)
 
     async def emit(self, kind: str, **data: JSONValue) -> None:
-        await self.session._emit(self._event(kind, **data))
+        if self.session._subscribers:  # nobody listening: build nothing
+            await self.session._emit(self._event(kind, **data))
 
     async def forward(self, event: AgentEvent) -> None:
         await self.session._emit(event)
@@ -912,33 +917,39 @@ class _Run:
 
     # -- tool rounds ------------------------------------------------------------------------------
 
-    async def dispatch_one(self, call: ToolCall) -> ToolResult:
+    def dispatch_arguments(self) -> tuple[Any, ...]:
+        """``dispatch_tool_call``'s options after the context, in order, for this round (passed
+        positionally: a call then costs no keyword matching)."""
         agent = self.agent
-        context = ToolExecutionContext(
-            session_id=self.session.id,
-            run_id=self.id,
-            tool_call_id=call.id,
-            signal=self.signal,
-            metadata=self.metadata,
-            identity=agent.identity,
+        return (
+            self.turn_tools.dispatch_filter if self.turn_tools is not None else None,
+            agent.middleware,
+            self.validate,
+            None,  # before_execute
+            self.forward if self.session._subscribers else None,
+            (),  # secrets: the agent's redactor covers them
+            agent.redactor,
+            agent.ledger,
+            agent.ownership,
+            agent.identity,
+            self.guardrails,
+            agent.trust,
+            agent.permission,
+            None,  # effect_store
+            self.tracker,
         )
-        return await dispatch_tool_call(
-            call,
-            self.registry,
-            context,
-            filter=self.turn_tools.dispatch_filter if self.turn_tools is not None else None,
-            middleware=agent.middleware,
-            validate=self.validate,
-            emit=self.forward,
-            redactor=agent.redactor,
-            ledger=agent.ledger,
-            ownership=agent.ownership,
-            identity=agent.identity,
-            guardrails=self.guardrails,
-            trust=agent.trust,
-            permission=agent.permission,
-            limit_tracker=self.tracker,
+
+    async def dispatch_one(self, call: ToolCall, options: tuple[Any, ...]) -> ToolResult:
+        context = _context(
+            self.session.id,
+            self.id,
+            call.id,
+            self.signal,
+            self.metadata,
+            ignore_progress,
+            self.agent.identity,
         )
+        return await dispatch_tool_call(call, self.registry, context, *options)
 
     async def dispatch_round(self, calls: Sequence[ToolCall]) -> None:
         exclusive = any(
@@ -949,6 +960,7 @@ class _Run:
         failures: dict[int, BaseException] = {}
         failure_order: list[int] = []
         claimed = 0
+        options = self.dispatch_arguments()
 
         def stopped() -> bool:
             return bool(failures) or (self.signal is not None and self.signal.is_set())
@@ -959,7 +971,7 @@ class _Run:
                 index = claimed
                 claimed += 1
                 try:
-                    results[index] = await self.dispatch_one(calls[index])
+                    results[index] = await self.dispatch_one(calls[index], options)
                 except BaseException as err:  # settle, then re-raise after the rows are written
                     failures[index] = err
                     failure_order.append(index)

@@ -12,12 +12,14 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from prism_tools._frozen import builder, fast_init
 from prism_tools.types import ErrorInfo, JSONValue, ToolCall, ToolDefinition
 
 Role = Literal["user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset(("user", "assistant", "tool"))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Message:
     """One transcript entry.
@@ -185,8 +187,12 @@ def message_from_dict(data: Any) -> Message:
 
 
 def tool_message(call: ToolCall, value: JSONValue, error: ErrorInfo | None) -> Message:
-    """The transcript row answering ``call``."""
-    return Message("tool", value, tool_call_id=call.id, name=call.name, error=error)
+    """The transcript row answering ``call`` (built without re-checking: the harness made the
+    call, so its id and name are valid)."""
+    return _build_message("tool", value, (), call.id, call.name, error)
+
+
+_build_message = builder(Message)
 
 
 def user_messages(value: str | Message | Sequence[Message]) -> tuple[Message, ...]:
