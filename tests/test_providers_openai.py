@@ -614,9 +614,10 @@ def test_tool_payloads_are_built_once_per_definition_and_reused() -> None:
     cache = ToolPayloadCache(build, maxsize=2)
     a, b, c = (ToolDefinition(name) for name in "abc")
     assert cache.json([a, b, a]) == b'[{"name":"a"},{"name":"b"},{"name":"a"}]'
-    cache.json([c])  # evicts the least recently used (b)
-    cache.json([a, b])
-    assert built == ["a", "b", "c", "b"]
+    cache.json([c])  # evicts the oldest entry (a)
+    cache.json([b, c])  # both still cached
+    cache.json([a])  # rebuilt, evicting b
+    assert built == ["a", "b", "c", "a"]
     assert len(cache) == 2
     # A different definition with the same name is a different payload.
     replacement = ToolDefinition("a", description="new")

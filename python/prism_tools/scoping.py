@@ -19,7 +19,7 @@ import inspect
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 from prism_tools._core import (
     SEARCH_MAX_TOP_K,
@@ -31,7 +31,7 @@ from prism_tools.disclosure import (
     SEARCH_TOOLS_NAME,
     ToolActivationState,
     ToolDisclosure,
-    plan_tool_disclosure,
+    create_search_tools_tool,
 )
 from prism_tools.errors import ToolScopeError
 from prism_tools.messages import Message, Usage
@@ -131,7 +131,8 @@ def closed_filter(allowed: Sequence[str], everything: Iterable[str]) -> ToolFilt
 
 @dataclass
 class TurnTools:
-    """What one turn sends and accepts."""
+    """What one turn sends and accepts. ``disclosure`` is set in search mode: the hits, or the
+    reason every visible tool is sent."""
 
     sent: tuple[ToolDefinition, ...]
     callable_names: tuple[str, ...]
@@ -164,94 +165,124 @@ class RunScope:
         self.top_k = top_k
         self.allow_hidden = allow_hidden
         self.activation = activation
-        # Indexes by the visible names they cover: the whole grant, or a narrowed subset (so the
-        # top k are the best *visible* tools). Identical consecutive subsets reuse theirs.
-        self._indexes: OrderedDict[tuple[str, ...], ToolSearchIndex | ToolDisclosure] = (
-            OrderedDict()
-        )
+        self._grant_set = frozenset(self.grant_names)
+        self._reserved = SEARCH_TOOLS_NAME in self.registered_names
+        # Everything that depends only on the visible set (its index, its search_tools, its
+        # dispatch filter), by visible names. Narrowing usually repeats a subset, so a turn
+        # mostly finds its plan here; identical subsets also give identical definitions.
+        self._plans: OrderedDict[frozenset[str], _SubsetPlan] = OrderedDict()
 
-    def index_for(self, visible: tuple[ToolDefinition, ...]) -> ToolSearchIndex | ToolDisclosure:
-        """The index over ``visible``, or the fallback disclosure when it cannot be built."""
-        key = tuple(tool.name for tool in visible)
-        found = self._indexes.get(key)
-        if found is not None:
-            self._indexes.move_to_end(key)
-            return found
-        built: ToolSearchIndex | ToolDisclosure
-        try:
-            built = ToolSearchIndex(visible)
-        except ToolSearchCapacityError as err:
-            built = ToolDisclosure(visible, "index_capacity", detail=str(err))
-        except Exception as err:  # fail closed: show every visible tool
-            built = ToolDisclosure(visible, "index_error", detail=str(err))
-        self._indexes[key] = built
-        while len(self._indexes) > INDEX_CACHE_SIZE:
-            self._indexes.popitem(last=False)
-        return built
-
-    async def visible(
-        self, turn: int, last_assistant_text: str | None
-    ) -> tuple[tuple[ToolDefinition, ...], tuple[str, ...]]:
-        """The granted tools to show this turn, and the names the callback asked for outside
-        the grant (dropped)."""
-        if self.narrowing is None:
-            return self.grant, ()
-        outcome = self.narrowing(NarrowingContext(turn, last_assistant_text, self.grant_names))
-        if inspect.isawaitable(outcome):
-            outcome = await outcome
+    def _visible_names(self, outcome: Any) -> tuple[frozenset[str], tuple[str, ...]]:
+        """The names to keep, and those asked for outside the grant (dropped), in order."""
         if isinstance(outcome, str):
             raise TypeError("tool_narrowing must return a collection of tool names, not a string")
-        names = list(dict.fromkeys(outcome))
-        for name in names:
+        try:
+            asked = frozenset(outcome)
+        except TypeError as err:
+            raise TypeError(
+                f"tool_narrowing must return a collection of tool names: {err}"
+            ) from None
+        outside = asked - self._grant_set
+        if not outside:
+            return asked, ()
+        for name in outside:  # names in the grant are strings already
             if not isinstance(name, str):
                 raise TypeError(f"tool_narrowing must return tool names, got {type(name).__name__}")
-        granted = set(self.grant_names)
-        dropped = tuple(name for name in names if name not in granted)
-        keep = set(names)
-        return tuple(tool for tool in self.grant if tool.name in keep), dropped
+        dropped = tuple(name for name in dict.fromkeys(outcome) if name in outside)
+        return asked & self._grant_set, dropped
+
+    def _plan(self, keep: frozenset[str] | None) -> _SubsetPlan:
+        key = self._grant_set if keep is None else keep
+        plan = self._plans.get(key)
+        if plan is not None:
+            self._plans.move_to_end(key)
+            return plan
+        visible = self.grant if keep is None else tuple(t for t in self.grant if t.name in keep)
+        plan = _SubsetPlan(self, visible)
+        self._plans[key] = plan
+        while len(self._plans) > INDEX_CACHE_SIZE:
+            self._plans.popitem(last=False)
+        return plan
 
     async def for_turn(self, turn: int, messages: Sequence[Message], query: str) -> TurnTools:
-        last_assistant = next(
-            (
-                message.content
-                for message in reversed(messages)
-                if message.role == "assistant" and isinstance(message.content, str)
-            ),
-            None,
+        keep: frozenset[str] | None = None
+        dropped: tuple[str, ...] = ()
+        if self.narrowing is not None:
+            last_assistant = next(
+                (
+                    message.content
+                    for message in reversed(messages)
+                    if message.role == "assistant" and isinstance(message.content, str)
+                ),
+                None,
+            )
+            outcome = self.narrowing(NarrowingContext(turn, last_assistant, self.grant_names))
+            if inspect.isawaitable(outcome):
+                outcome = await outcome
+            keep, dropped = self._visible_names(outcome)
+        plan = self._plan(keep)
+        if self.disclosure != "search" or plan.fallback is not None or not plan.visible:
+            return TurnTools(
+                plan.visible, plan.callable_names, plan.dispatch_filter, dropped, plan.fallback
+            )
+        try:
+            hits = tuple(plan.index.search(query, self.top_k))  # type: ignore[union-attr]
+        except Exception as err:  # fail closed: show every visible tool
+            failed = ToolDisclosure(plan.visible, "search_error", detail=str(err))
+            return TurnTools(
+                plan.visible, plan.callable_names, plan.dispatch_filter, dropped, failed
+            )
+        positions = plan.positions
+        chosen = {positions[hit.name] for hit in hits}
+        chosen.update(positions[name] for name in self.activation.names if name in positions)
+        search_tool = cast(ToolDefinition, plan.search_tool)  # built with every index
+        sent = (*(plan.visible[i] for i in sorted(chosen)), search_tool)
+        disclosure = ToolDisclosure(sent, None, hits)
+        return TurnTools(sent, plan.search_callable, plan.search_filter, dropped, disclosure)
+
+
+class _SubsetPlan:
+    """What one visible set needs, built once: its index and search tool, its filters."""
+
+    def __init__(self, scope: RunScope, visible: tuple[ToolDefinition, ...]) -> None:
+        self.visible = visible
+        names = tuple(tool.name for tool in visible)
+        self.positions = {name: position for position, name in enumerate(names)}
+        callable_names = scope.grant_names if scope.allow_hidden else names
+        self.callable_names = callable_names
+        narrowed = scope.narrowing is not None and not scope.allow_hidden
+        self.dispatch_filter: ToolFilter | None = (
+            None
+            if scope.granted_everything and not narrowed
+            else closed_filter(callable_names, scope.registered_names)
         )
-        visible, dropped = await self.visible(turn, last_assistant)
-        visible_names = tuple(tool.name for tool in visible)
-        disclosure: ToolDisclosure | None = None
-        sent = visible
-        if self.disclosure == "search" and visible:
-            if SEARCH_TOOLS_NAME in self.registered_names:
-                # A host tool owns the name; the generated one would shadow it.
-                disclosure = ToolDisclosure(
-                    visible, "reserved_name", detail=f"a tool is named {SEARCH_TOOLS_NAME!r}"
-                )
-            else:
-                index = self.index_for(visible)
-                if isinstance(index, ToolDisclosure):
-                    disclosure = index
-                else:
-                    disclosure = plan_tool_disclosure(
-                        list(visible),
-                        query=query,
-                        top_k=self.top_k,
-                        index=index,
-                        state=self.activation,
-                    )
-            sent = disclosure.tools
-        callable_names = self.grant_names if self.allow_hidden else visible_names
-        if disclosure is not None and disclosure.fallback is None:
-            # The generated search_tools is callable on the turn that shows it.
-            callable_names = (*callable_names, SEARCH_TOOLS_NAME)
-        narrowed = self.narrowing is not None and not self.allow_hidden
-        if self.granted_everything and not narrowed and SEARCH_TOOLS_NAME not in callable_names:
-            dispatch_filter = None
-        else:
-            dispatch_filter = closed_filter(callable_names, self.registered_names)
-        return TurnTools(sent, callable_names, dispatch_filter, dropped, disclosure)
+        self.fallback: ToolDisclosure | None = None
+        self.index: ToolSearchIndex | None = None
+        self.search_tool: ToolDefinition | None = None
+        self.search_callable: tuple[str, ...] = callable_names
+        self.search_filter: ToolFilter | None = self.dispatch_filter
+        if scope.disclosure != "search" or not visible:
+            return
+        if scope._reserved:
+            # A host tool owns the name; the generated one would shadow it.
+            self.fallback = ToolDisclosure(
+                visible, "reserved_name", detail=f"a tool is named {SEARCH_TOOLS_NAME!r}"
+            )
+            return
+        try:
+            self.index = ToolSearchIndex(visible)
+        except ToolSearchCapacityError as err:
+            self.fallback = ToolDisclosure(visible, "index_capacity", detail=str(err))
+            return
+        except Exception as err:  # fail closed: show every visible tool
+            self.fallback = ToolDisclosure(visible, "index_error", detail=str(err))
+            return
+        self.search_tool = create_search_tools_tool(
+            self.index, scope.activation, descriptions=visible, allowed=names
+        )
+        # The generated search_tools is callable on the turns that show it.
+        self.search_callable = (*callable_names, SEARCH_TOOLS_NAME)
+        self.search_filter = closed_filter(self.search_callable, scope.registered_names)
 
 
 __all__ = [

@@ -20,7 +20,7 @@ DEFAULT_CACHE_SIZE: Final = 8192
 
 
 class ToolPayloadCache:
-    """Per-definition payloads for one provider format, least recently used dropped first.
+    """Per-definition payloads for one provider format; past ``maxsize`` the oldest is dropped.
 
     ``entries(tools)`` returns the cached dicts (shared between turns: treat them as read-only);
     ``json(tools)`` the request's ``tools`` array as JSON bytes, joined from cached fragments.
@@ -42,17 +42,14 @@ class ToolPayloadCache:
         self._lock = threading.Lock()
 
     def _entry(self, tool: ToolDefinition) -> tuple[ToolDefinition, dict[str, JSONValue], bytes]:
-        key = id(tool)
-        with self._lock:
-            found = self._entries.get(key)
-            if found is not None and found[0] is tool:
-                self._entries.move_to_end(key)
-                return found
+        # The hit path is one dict lookup: no lock, no reordering (a dict read is atomic).
+        found = self._entries.get(id(tool))
+        if found is not None and found[0] is tool:
+            return found
         payload = self._build(tool)
         entry = (tool, payload, _json.dumps(payload))
         with self._lock:
-            self._entries[key] = entry
-            self._entries.move_to_end(key)
+            self._entries[id(tool)] = entry
             while len(self._entries) > self._maxsize:
                 self._entries.popitem(last=False)
         return entry
