@@ -27,6 +27,7 @@ from prism_tools import (
     ToolExecutionContext,
     ToolResult,
     Usage,
+    create_agent,
     create_tool_registry,
     dispatch_tool_call,
 )
@@ -622,3 +623,46 @@ def test_tool_payloads_are_built_once_per_definition_and_reused() -> None:
     # A different definition with the same name is a different payload.
     replacement = ToolDefinition("a", description="new")
     assert cache.entries([replacement])[0] is not cache.entries([a])[0]
+
+
+async def test_an_agent_over_the_sdk_recovers_from_malformed_streamed_arguments() -> None:
+    ran: list[dict[str, Any]] = []
+
+    async def get_weather(args: dict[str, Any], context: ToolExecutionContext) -> dict[str, Any]:
+        ran.append(args)
+        return {"city": args["city"], "celsius": 18}
+
+    def call_chunks(call_id: str, pieces: list[str]) -> list[dict[str, Any]]:
+        first = {"index": 0, "id": call_id, "function": {"name": "get_weather", "arguments": ""}}
+        rest = [{"index": 0, "function": {"arguments": piece}} for piece in pieces]
+        deltas = [chunk({"tool_calls": [first]})]
+        deltas += [chunk({"tool_calls": [piece]}) for piece in rest]
+        return deltas
+
+    recorder = Recorder(
+        sse(call_chunks("call_1", ['{"city": ', '"Par'])),  # cut off: not JSON
+        sse(call_chunks("call_2", ['{"city": ', '"Paris"}'])),
+        sse([chunk({"content": "18 °C in Paris."})]),
+    )
+    tool = ToolDefinition(
+        "get_weather",
+        execute=get_weather,
+        parameters={"type": "object", "properties": {"city": {"type": "string"}}},
+    )
+    agent = create_agent(
+        model="gpt-test",
+        provider=OpenAIChatProvider(sdk_client(recorder), stream=True),
+        tools=[tool],
+    )
+    result = await agent.session().run("Weather in Paris?")
+    assert result.output_text == "18 °C in Paris."
+    assert ran == [{"city": "Paris"}]  # the malformed call never ran
+    rows = [message for message in result.messages if message.role == "tool"]
+    assert rows[0].error is not None
+    assert rows[0].error.code == "invalid_json_arguments"
+    assert rows[1].content == {"city": "Paris", "celsius": 18}
+    # The second request carried the error back to the model as a tool message.
+    second = recorder.bodies[1]["messages"]
+    assert second[-1]["role"] == "tool"
+    assert second[-1]["tool_call_id"] == "call_1"
+    assert "invalid_json_arguments" in second[-1]["content"]
