@@ -52,7 +52,6 @@ import itertools
 import json
 import random
 import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +60,7 @@ from typing import Any
 import pytest
 
 from prism_tools import ToolDefinition, ToolSearchIndex
+from timing import time_calibrated
 
 try:
     import bm25s
@@ -314,29 +314,18 @@ def peer_tokens(size: int) -> tuple[list[list[str]], list[list[str]]]:
 
 
 def time_it(benchmark: Any, group: str, function: Callable[[], Any], **info: Any) -> None:
-    """Time ``function`` in rounds of about ``ROUND_SECONDS``, for about ``ROW_SECONDS`` in all
-    (at least ``MIN_ROUNDS`` rounds), as ``bench_validation.time_it`` does. Reported times are
-    per call of ``function``."""
+    """Time ``function`` in calibrated rounds (see ``timing.py``) under this file's constants;
+    reported times are per call of ``function``."""
     benchmark.group = group
     benchmark.extra_info.update(info)
-    if getattr(benchmark, "disabled", False):
-        benchmark(function)
-        return
-    function()
-    calls, elapsed = 1, 0.0
-    while calls < 1 << 20:
-        started = time.perf_counter()
-        for _ in range(calls):
-            function()
-        elapsed = time.perf_counter() - started
-        if elapsed >= CALIBRATION_SECONDS:
-            break
-        calls *= 2
-    per_call = elapsed / calls
-    iterations = max(1, round(ROUND_SECONDS / per_call))
-    rounds = max(MIN_ROUNDS, int(ROW_SECONDS / (iterations * per_call)))
-    benchmark.extra_info["calls_per_round"] = iterations
-    benchmark.pedantic(function, iterations=iterations, rounds=rounds, warmup_rounds=1)
+    time_calibrated(
+        benchmark,
+        function,
+        round_seconds=ROUND_SECONDS,
+        row_seconds=ROW_SECONDS,
+        min_rounds=MIN_ROUNDS,
+        calibration_seconds=CALIBRATION_SECONDS,
+    )
 
 
 def search_group(size: int) -> str:

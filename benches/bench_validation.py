@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import copy
 import itertools
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -48,6 +47,7 @@ from prism_tools.validation import (
     create_json_schema_adapter,
     create_json_schema_tool_argument_validator,
 )
+from timing import time_calibrated
 
 try:
     import jsonschema_rs
@@ -328,33 +328,16 @@ def need(module: Any, name: str) -> Any:
 
 
 def time_it(benchmark: Any, group: str, function: Callable[[], Any]) -> None:
-    """Time ``function`` in rounds of about ``ROUND_SECONDS``, for about ``ROW_SECONDS`` in all.
-
-    pytest-benchmark's own calibration settles on a single call per round for some of these
-    sub-microsecond rows and not for others, and a one-call round carries the timer's own cost
-    (100-200 ns here), enough to move a ratio by a third. Fixing the calls per round from a quick
-    measurement makes every row pay the same, negligible, per-call overhead. Reported times are
-    per call (pytest-benchmark divides by the calls per round).
-    """
+    """Time ``function`` in calibrated rounds (see ``timing.py``) under this file's constants."""
     benchmark.group = group
-    if getattr(benchmark, "disabled", False):
-        benchmark(function)
-        return
-    function()
-    calls, elapsed = 1, 0.0
-    while calls < 1 << 20:
-        started = time.perf_counter()
-        for _ in range(calls):
-            function()
-        elapsed = time.perf_counter() - started
-        if elapsed >= CALIBRATION_SECONDS:
-            break
-        calls *= 2
-    per_call = elapsed / calls
-    iterations = max(1, round(ROUND_SECONDS / per_call))
-    rounds = max(MIN_ROUNDS, int(ROW_SECONDS / (iterations * per_call)))
-    benchmark.extra_info["calls_per_round"] = iterations
-    benchmark.pedantic(function, iterations=iterations, rounds=rounds, warmup_rounds=1)
+    time_calibrated(
+        benchmark,
+        function,
+        round_seconds=ROUND_SECONDS,
+        row_seconds=ROW_SECONDS,
+        min_rounds=MIN_ROUNDS,
+        calibration_seconds=CALIBRATION_SECONDS,
+    )
 
 
 def fresh_adapter(schema: Any) -> JsonSchemaAdapter:
