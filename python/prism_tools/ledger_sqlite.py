@@ -1,0 +1,176 @@
+"""``SqliteRunLedger``: the audit ledger in a SQLite file that survives the process.
+
+Each ``append_tool_call`` is one committed transaction before it returns, and dispatch waits for
+the append before it moves past the row, so a crash never loses a row that dispatch had moved
+past. Rows arrive already redacted when dispatch has secrets or a redactor. The file is in WAL
+mode; ``synchronous="FULL"`` (the default) also survives a power cut, ``"NORMAL"`` survives a
+crashed process only and commits faster.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from prism_tools import _json
+from prism_tools.types import ErrorInfo, JSONValue, ToolCallRecord, ToolResult
+
+SCHEMA_VERSION: Final = 1
+Synchronous = Literal["FULL", "NORMAL"]
+
+_SCHEMA: Final = (
+    "CREATE TABLE IF NOT EXISTS prism_schema_version (version INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS prism_tool_calls ("
+    " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " row_id TEXT NOT NULL,"
+    " session_id TEXT NOT NULL,"
+    " run_id TEXT NOT NULL,"
+    " tool_call_id TEXT NOT NULL,"
+    " name TEXT NOT NULL,"
+    " status TEXT NOT NULL,"
+    " row TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS prism_tool_calls_session ON prism_tool_calls (session_id, seq)",
+    "CREATE INDEX IF NOT EXISTS prism_tool_calls_run ON prism_tool_calls (run_id, seq)",
+    "CREATE INDEX IF NOT EXISTS prism_tool_calls_call ON prism_tool_calls (tool_call_id, seq)",
+)
+
+
+def _error(data: Any) -> ErrorInfo | None:
+    if not isinstance(data, Mapping):
+        return None
+    return ErrorInfo(
+        message=str(data.get("message", "")),
+        code=data.get("code"),
+        name=data.get("name"),
+        details=data.get("details"),
+    )
+
+
+def _result(data: Any) -> ToolResult | None:
+    if not isinstance(data, Mapping):
+        return None
+    return ToolResult(
+        tool_call_id=str(data.get("tool_call_id", "")),
+        name=str(data.get("name", "")),
+        value=data.get("value"),
+        content=data.get("content"),
+        error=_error(data.get("error")),
+        metadata=data.get("metadata"),
+    )
+
+
+def record_from_dict(data: Mapping[str, JSONValue]) -> ToolCallRecord:
+    """A ledger row back from its ``to_dict`` form."""
+    fields = dict(data)
+    fields["result"] = _result(fields.get("result"))
+    return ToolCallRecord(**fields)
+
+
+class SqliteRunLedger:
+    """Ledger rows in a SQLite file, committed one by one, queryable by session, run and call.
+
+    Safe to share between threads and tasks (one connection behind a lock). The schema is
+    created on first use; ``prism_schema_version`` records its version for later migrations.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, synchronous: Synchronous = "FULL") -> None:
+        if synchronous not in ("FULL", "NORMAL"):
+            raise ValueError("synchronous must be 'FULL' or 'NORMAL'")
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(
+            self.path, check_same_thread=False, isolation_level=None, timeout=30.0
+        )
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(f"PRAGMA synchronous={synchronous}")
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in _SCHEMA:
+                    self._db.execute(statement)
+                found = self._db.execute("SELECT version FROM prism_schema_version").fetchone()
+                if found is None:
+                    self._db.execute(
+                        "INSERT INTO prism_schema_version (version) VALUES (?)", (SCHEMA_VERSION,)
+                    )
+                elif found[0] > SCHEMA_VERSION:
+                    raise RuntimeError(
+                        f"ledger file {self.path} has schema version {found[0]}; this version "
+                        f"of prism-tools reads up to {SCHEMA_VERSION}"
+                    )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def append_tool_call(self, record: ToolCallRecord) -> None:
+        """Stores one row; it is committed when this returns."""
+        if not isinstance(record, ToolCallRecord):
+            raise TypeError(f"ledger rows must be ToolCallRecord, got {type(record).__name__}")
+        row = _json.dumps_lenient(record.to_dict()).decode("utf-8")
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO prism_tool_calls"
+                " (row_id, session_id, run_id, tool_call_id, name, status, row)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    record.id,
+                    record.session_id,
+                    record.run_id,
+                    record.tool_call_id,
+                    record.name,
+                    record.status,
+                    row,
+                ),
+            )
+
+    def rows(
+        self,
+        *,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        tool_call_id: str | None = None,
+    ) -> list[ToolCallRecord]:
+        """Rows matching every given id, oldest first."""
+        clauses, values = [], []
+        for column, value in (
+            ("session_id", session_id),
+            ("run_id", run_id),
+            ("tool_call_id", tool_call_id),
+        ):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                values.append(value)
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        with self._lock:
+            found = self._db.execute(
+                f"SELECT row FROM prism_tool_calls{where} ORDER BY seq", values
+            ).fetchall()
+        return [record_from_dict(_json.loads(text)) for (text,) in found]
+
+    @property
+    def records(self) -> list[ToolCallRecord]:
+        """Every row, oldest first."""
+        return self.rows()
+
+    def __len__(self) -> int:
+        with self._lock:
+            (count,) = self._db.execute("SELECT COUNT(*) FROM prism_tool_calls").fetchone()
+        return int(count)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> SqliteRunLedger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+__all__ = ["SCHEMA_VERSION", "SqliteRunLedger", "record_from_dict"]

@@ -1,0 +1,172 @@
+"""SqliteRunLedger: rows committed in order, redacted, queryable, surviving the process."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from prism_tools import (
+    ToolCall,
+    ToolDefinition,
+    ToolExecutionContext,
+    create_tool_registry,
+    dispatch_tool_call,
+)
+from prism_tools.ledger_sqlite import SCHEMA_VERSION, SqliteRunLedger
+
+SECRET = "sk-live-ledger-0001"
+
+
+def context(call_id: str, session: str = "s1", run: str = "r1") -> ToolExecutionContext:
+    return ToolExecutionContext(session_id=session, run_id=run, tool_call_id=call_id)
+
+
+async def echo(args: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
+    return {"echo": args}
+
+
+async def test_dispatch_rows_are_stored_in_order_and_redacted(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    ledger = SqliteRunLedger(path)
+    registry = create_tool_registry([ToolDefinition("echo", execute=echo)])
+    for number in range(3):
+        await dispatch_tool_call(
+            ToolCall(f"c{number}", "echo", {"token": SECRET, "n": number}),
+            registry,
+            context(f"c{number}", run="r1" if number < 2 else "r2"),
+            ledger=ledger,
+            secrets=[SECRET],
+        )
+    rows = ledger.rows()
+    assert [(row.tool_call_id, row.status) for row in rows] == [
+        ("c0", "started"),
+        ("c0", "finished"),
+        ("c1", "started"),
+        ("c1", "finished"),
+        ("c2", "started"),
+        ("c2", "finished"),
+    ]
+    assert rows[1].result is not None
+    assert rows[1].result.value == {"echo": {"token": "[REDACTED]", "n": 0}}
+    assert [row.tool_call_id for row in ledger.rows(run_id="r2")] == ["c2", "c2"]
+    assert len(ledger.rows(tool_call_id="c1")) == 2
+    assert ledger.rows(session_id="nobody") == []
+    ledger.close()
+    assert not secret_on_disk(path)
+
+
+def secret_on_disk(path: Path) -> bool:
+    """True when the secret is in the database file or its WAL side files."""
+    files = [path, Path(f"{path}-wal"), Path(f"{path}-shm")]
+    return any(SECRET.encode() in file.read_bytes() for file in files if file.exists())
+
+
+async def test_rows_survive_reopening_and_the_schema_is_versioned(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    registry = create_tool_registry([ToolDefinition("echo", execute=echo)])
+    with SqliteRunLedger(path, synchronous="NORMAL") as ledger:
+        await dispatch_tool_call(ToolCall("c1", "echo", {}), registry, context("c1"), ledger=ledger)
+    with SqliteRunLedger(path) as again:
+        assert len(again) == 2
+        assert again.records[0].status == "started"
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT version FROM prism_schema_version").fetchall() == [
+            (SCHEMA_VERSION,)
+        ]
+        db.execute("UPDATE prism_schema_version SET version = ?", (SCHEMA_VERSION + 1,))
+    with pytest.raises(RuntimeError, match="schema version"):
+        SqliteRunLedger(path)
+
+
+def test_appends_from_many_threads_all_land(tmp_path: Path) -> None:
+    ledger = SqliteRunLedger(tmp_path / "ledger.db", synchronous="NORMAL")
+
+    def writer(thread: int) -> None:
+        for number in range(50):
+            ledger.append_tool_call(_row(f"t{thread}-{number}"))
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    rows = ledger.rows()
+    assert len(rows) == 200
+    for thread in range(4):
+        mine = [row.tool_call_id for row in rows if row.tool_call_id.startswith(f"t{thread}-")]
+        assert mine == [f"t{thread}-{number}" for number in range(50)]
+
+
+def _row(call_id: str) -> Any:
+    from prism_tools.types import ToolCallRecord
+
+    return ToolCallRecord(
+        id=f"row-{call_id}",
+        session_id="s1",
+        run_id="r1",
+        tool_call_id=call_id,
+        name="echo",
+        arguments={},
+        status="started",
+        started_at="2026-01-01T00:00:00.000Z",
+    )
+
+
+def test_bad_options_and_rows_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="synchronous"):
+        SqliteRunLedger(tmp_path / "x.db", synchronous="OFF")  # type: ignore[arg-type]
+    ledger = SqliteRunLedger(tmp_path / "y.db")
+    with pytest.raises(TypeError, match="ToolCallRecord"):
+        ledger.append_tool_call({"id": "x"})  # type: ignore[arg-type]
+
+
+def mark_ready(ready: str) -> None:
+    Path(ready).write_text("running")
+
+
+def _child(path: str, ready: str) -> None:
+    import asyncio
+
+    async def stuck(args: dict[str, Any], ctx: ToolExecutionContext) -> None:
+        mark_ready(ready)
+        await asyncio.sleep(60)
+
+    async def main() -> None:
+        registry = create_tool_registry([ToolDefinition("stuck", execute=stuck)])
+        await dispatch_tool_call(
+            ToolCall("c1", "stuck", {"x": 1}),
+            registry,
+            context("c1"),
+            ledger=SqliteRunLedger(path),
+        )
+
+    asyncio.run(main())
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_a_killed_process_never_loses_a_row_it_moved_past(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    ready = tmp_path / "ready"
+    process = multiprocessing.get_context("spawn").Process(
+        target=_child, args=(str(path), str(ready))
+    )
+    process.start()
+    deadline = time.monotonic() + 60
+    while not ready.exists():
+        assert time.monotonic() < deadline, "the child never started its tool"
+        time.sleep(0.01)
+    assert process.pid is not None
+    os.kill(process.pid, signal.SIGKILL)
+    process.join()
+    assert process.exitcode == -signal.SIGKILL
+    # The tool was running, so dispatch had moved past the started row: it must be there.
+    rows = SqliteRunLedger(path).rows()
+    assert [(row.tool_call_id, row.status) for row in rows] == [("c1", "started")]
