@@ -1,0 +1,456 @@
+"""Effect stores: the shared conformance suite on every store, a model-based state machine,
+cross-process claim races on SQLite, and the effect declaration helpers."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import multiprocessing
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from tests.effects_conformance import (
+    START,
+    EffectStoreConformance,
+    ManualClock,
+    make_key,
+    race_worker,
+    result_for,
+)
+
+from prism_tools.effect_stores import SCHEMA_VERSION, SqliteToolEffectStore
+from prism_tools.effects import (
+    ERR_TOOL_EFFECT_LIMIT,
+    MAX_RECORD_BYTES,
+    EffectClassifierContext,
+    InMemoryToolEffectStore,
+    ToolEffect,
+    ToolEffectError,
+    ToolEffectRecord,
+    classifier_context,
+    encode_record,
+    resolve_effect,
+    run_sync,
+)
+from prism_tools.types import ToolExecutionContext, ToolResult
+
+
+class TestInMemoryStore(EffectStoreConformance):
+    @pytest.fixture
+    def make_store(self) -> Any:
+        return lambda now: InMemoryToolEffectStore(now=now)
+
+
+class TestSqliteStore(EffectStoreConformance):
+    @pytest.fixture
+    def make_store(self, tmp_path: Path) -> Any:
+        stores: list[SqliteToolEffectStore] = []
+
+        def build(now: Any) -> SqliteToolEffectStore:
+            store = SqliteToolEffectStore(tmp_path / "effects.db", now=now)
+            stores.append(store)
+            return store
+
+        yield build
+        for store in stores:
+            store.close()
+
+
+# --- SQLite specifics ---------------------------------------------------------------------------
+
+
+async def test_sqlite_records_survive_a_new_connection(tmp_path: Path) -> None:
+    path = tmp_path / "effects.db"
+    key = make_key()
+    with SqliteToolEffectStore(path) as first:
+        claim = (await first.begin(key)).record
+    with SqliteToolEffectStore(path) as second:
+        assert await second.get(key) == claim
+        assert (await second.begin(key)).outcome == "existing"
+
+
+async def test_sqlite_schema_and_wal(tmp_path: Path) -> None:
+    path = tmp_path / "effects.db"
+    with SqliteToolEffectStore(path) as store:
+        await store.get(make_key())
+    db = sqlite3.connect(path)
+    try:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        row = db.execute(
+            "SELECT version FROM prism_schema_version WHERE component = 'tool_effects'"
+        ).fetchone()
+        assert row[0] == SCHEMA_VERSION
+    finally:
+        db.close()
+
+
+async def test_sqlite_refuses_a_newer_schema(tmp_path: Path) -> None:
+    path = tmp_path / "effects.db"
+    with SqliteToolEffectStore(path) as store:
+        await store.get(make_key())
+    db = sqlite3.connect(path)
+    db.execute("UPDATE prism_schema_version SET version = 99")
+    db.commit()
+    db.close()
+    with SqliteToolEffectStore(path) as store, pytest.raises(RuntimeError, match="newer"):
+        await store.get(make_key())
+
+
+async def test_sqlite_two_stores_on_one_file_race(tmp_path: Path) -> None:
+    path = tmp_path / "effects.db"
+    stores = [SqliteToolEffectStore(path) for _ in range(4)]
+    try:
+        for index in range(10):
+            key = make_key(f"k{index}")
+            outcomes = await asyncio.gather(*(store.begin(key) for store in stores))
+            assert [item.outcome for item in outcomes].count("acquired") == 1
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_sqlite_processes_racing_begin_acquire_once(tmp_path: Path) -> None:
+    rounds, workers = 50, 2
+    path = str(tmp_path / "race.db")
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(workers)
+    queue = context.Queue()
+    processes = [
+        context.Process(target=race_worker, args=(path, barrier, rounds, queue))
+        for _ in range(workers)
+    ]
+    for process in processes:
+        process.start()
+    results = [queue.get(timeout=90) for _ in processes]
+    for process in processes:
+        process.join(timeout=30)
+        assert process.exitcode == 0
+    for index in range(rounds):
+        assert sorted(result[index] for result in results) == ["acquired", "existing"]
+
+
+# --- record size ----------------------------------------------------------------------------------
+
+
+def test_a_record_over_128_kib_is_refused() -> None:
+    key = make_key()
+    record = ToolEffectRecord(
+        key=key.key,
+        session_id="s",
+        run_id="r",
+        tool_call_id=key.tool_call_id,
+        tool_name=key.tool_name,
+        arguments_hash=key.arguments_hash,
+        status="completed",
+        attempt=1,
+        version=3,
+        created_at="2026-01-01T00:00:00.000Z",
+        updated_at="2026-01-01T00:00:00.000Z",
+        tenant_id="t1",
+        result=result_for(key, "x" * MAX_RECORD_BYTES),
+    )
+    with pytest.raises(ToolEffectError) as info:
+        encode_record(record)
+    assert info.value.code == ERR_TOOL_EFFECT_LIMIT
+    assert str(info.value) == "tool effect record exceeds limits"
+    small = dataclasses.replace(record, result=result_for(key, "x"))
+    assert ToolEffectRecord.from_dict(__import__("orjson").loads(encode_record(small))) == small
+
+
+# --- declarations ---------------------------------------------------------------------------------
+
+
+def _invalid(action: Any) -> None:
+    with pytest.raises(ToolEffectError) as info:
+        action()
+    assert info.value.code == ERR_TOOL_EFFECT_LIMIT
+    assert str(info.value) == "tool effect declaration is invalid"
+
+
+VIEW = EffectClassifierContext(session_id="s", run_id="r", tool_call_id="c")
+
+
+def test_tool_effect_validation() -> None:
+    assert ToolEffect("none", "none").managed is False
+    assert ToolEffect("local_mutation", "none").managed is False
+    assert ToolEffect("external_mutation", "required").managed is True
+    assert ToolEffect("local_mutation", "optional").to_dict() == {
+        "kind": "local_mutation",
+        "idempotency": "optional",
+    }
+    for kind, idempotency in [
+        ("none", "optional"),
+        ("none", "required"),
+        ("bogus", "none"),
+        ("local_mutation", "bogus"),
+        (None, "none"),
+        ("external_mutation", 1),
+    ]:
+        _invalid(lambda k=kind, i=idempotency: ToolEffect(k, i))
+
+
+def test_resolve_effect_accepts_declarations_mappings_and_classifiers() -> None:
+    static = ToolEffect("external_mutation", "required")
+    assert resolve_effect(None, {}, VIEW) is None
+    assert resolve_effect(static, {}, VIEW) is static
+    assert resolve_effect({"kind": "none", "idempotency": "none"}, {}, VIEW) == ToolEffect(
+        "none", "none"
+    )
+    seen: list[Any] = []
+
+    def classify(args: Any, context: Any) -> Any:
+        seen.append((args, context))
+        if args.get("dry_run"):
+            return {"kind": "none", "idempotency": "none"}
+        return static
+
+    assert resolve_effect(classify, {"dry_run": True}, VIEW) == ToolEffect("none", "none")
+    assert resolve_effect(classify, {}, VIEW) is static
+    assert seen[0] == ({"dry_run": True}, VIEW)
+
+
+def test_resolve_effect_refuses_invalid_declarations() -> None:
+    def boom(args: Any, context: Any) -> Any:
+        raise RuntimeError("no")
+
+    async def later(args: Any, context: Any) -> Any:
+        return ToolEffect("none", "none")
+
+    def sneaky(args: Any, context: Any) -> Any:
+        return later(args, context)
+
+    for declaration in (
+        {"kind": "none", "idempotency": "required"},
+        {"kind": "local_mutation"},
+        "external_mutation",
+        42,
+        boom,
+        later,
+        sneaky,
+        lambda args, context: None,
+        lambda args, context: {"kind": "x", "idempotency": "none"},
+    ):
+        _invalid(lambda d=declaration: resolve_effect(d, {}, VIEW))
+
+
+def test_classifier_context_is_a_narrow_frozen_view() -> None:
+    signal = asyncio.Event()
+    context = ToolExecutionContext(
+        session_id="s", run_id="r", tool_call_id="c", signal=signal, metadata={"a": 1}
+    )
+    view = classifier_context(context)
+    assert (view.session_id, view.run_id, view.tool_call_id) == ("s", "r", "c")
+    assert view.signal is signal
+    assert view.metadata == {"a": 1}
+    with pytest.raises(TypeError):
+        view.metadata["a"] = 2  # type: ignore[index]
+    assert not hasattr(view, "identity")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        view.run_id = "x"  # type: ignore[misc]
+
+
+def test_tool_effect_error_shape() -> None:
+    error = ToolEffectError("ERR_PRISM_TOOL_EFFECT_UNKNOWN", "tool effect claim outcome is unknown")
+    assert error.code == "ERR_PRISM_TOOL_EFFECT_UNKNOWN"
+    assert error.name == "ToolEffectError"
+    assert str(error) == "tool effect claim outcome is unknown"
+    info = error.to_error_info()
+    assert (info.code, info.name, info.message) == (
+        "ERR_PRISM_TOOL_EFFECT_UNKNOWN",
+        "ToolEffectError",
+        "tool effect claim outcome is unknown",
+    )
+
+
+# --- model-based state machine ------------------------------------------------------------------
+
+CALLS = ("c0", "c1")
+TTL = 1000
+ATTEMPTS = 2
+
+
+@dataclasses.dataclass
+class Model:
+    status: str
+    attempt: int
+    version: int
+    token: str | None
+    expires: int | None
+
+
+class EffectStoreMachine(RuleBasedStateMachine):
+    """Random transitions against ``InMemoryToolEffectStore`` and a small reference model."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.clock = ManualClock()
+        self.elapsed = 0
+        self.store = InMemoryToolEffectStore(now=self.clock)
+        self.model: dict[str, Model] = {}
+
+    def _expire(self, call: str) -> None:
+        state = self.model.get(call)
+        if state is None or state.expires is None or state.expires > self.elapsed:
+            return
+        state.status = "failed_retryable" if state.status == "pending" else "unknown"
+        state.version += 1
+        state.token = None
+        state.expires = None
+
+    def _attempt(self, call: str, action: Any) -> Any:
+        try:
+            return run_sync(action), None
+        except ToolEffectError as err:
+            return None, err
+
+    @rule(call=st.sampled_from(CALLS), ms=st.sampled_from([1, 400, 999, 1000, 5000]))
+    def advance(self, call: str, ms: int) -> None:
+        self.clock.advance(ms)
+        self.elapsed += ms
+
+    @rule(call=st.sampled_from(CALLS))
+    def begin(self, call: str) -> None:
+        self._expire(call)
+        outcome, error = self._attempt(
+            call, self.store.begin(make_key(call), claim_ttl_ms=TTL, max_attempts=ATTEMPTS)
+        )
+        assert error is None
+        state = self.model.get(call)
+        if state is None:
+            assert outcome.outcome == "acquired"
+            self.model[call] = Model(
+                "pending", 1, 1, outcome.record.claim_token, self.elapsed + TTL
+            )
+        elif state.status == "failed_retryable" and state.attempt < ATTEMPTS:
+            assert outcome.outcome == "acquired"
+            state.status, state.attempt, state.version = (
+                "pending",
+                state.attempt + 1,
+                state.version + 1,
+            )
+            state.token, state.expires = outcome.record.claim_token, self.elapsed + TTL
+        else:
+            assert outcome.outcome == "existing"
+
+    def _transition(
+        self,
+        call: str,
+        method: str,
+        allowed: tuple[str, ...],
+        target: str,
+        stale: bool,
+        **extra: Any,
+    ) -> None:
+        self._expire(call)
+        state = self.model.get(call)
+        token = "f" * 32 if state is None or state.token is None else state.token
+        version = 1 if state is None else state.version - (1 if stale else 0)
+        action = getattr(self.store, method)(
+            make_key(call), claim_token=token, expected_version=version, **extra
+        )
+        record, error = self._attempt(call, action)
+        ok = state is not None and state.status in allowed and not stale
+        if not ok:
+            assert error is not None
+            assert error.code == "ERR_PRISM_TOOL_EFFECT_CONFLICT"
+            return
+        assert error is None
+        assert state is not None
+        state.status = target
+        state.version += 1
+        if target != "dispatched":
+            state.token, state.expires = None, None
+        assert record.status == target
+
+    @rule(call=st.sampled_from(CALLS), stale=st.booleans())
+    def mark_dispatched(self, call: str, stale: bool) -> None:
+        self._transition(call, "mark_dispatched", ("pending",), "dispatched", stale)
+
+    @rule(call=st.sampled_from(CALLS), stale=st.booleans())
+    def complete(self, call: str, stale: bool) -> None:
+        self._transition(
+            call, "complete", ("dispatched",), "completed", stale, result=result_for(make_key(call))
+        )
+
+    @rule(
+        call=st.sampled_from(CALLS),
+        stale=st.booleans(),
+        status=st.sampled_from(["failed_retryable", "failed_terminal"]),
+    )
+    def fail(self, call: str, stale: bool, status: str) -> None:
+        self._transition(
+            call,
+            "fail",
+            ("pending", "dispatched"),
+            status,
+            stale,
+            status=status,
+            failure={"code": "E"},
+        )
+
+    @rule(call=st.sampled_from(CALLS), stale=st.booleans())
+    def mark_unknown(self, call: str, stale: bool) -> None:
+        self._transition(call, "mark_unknown", ("dispatched",), "unknown", stale)
+
+    @precondition(lambda self: any(s.status == "unknown" for s in self.model.values()))
+    @rule(
+        call=st.sampled_from(CALLS),
+        status=st.sampled_from(["completed", "failed_retryable", "failed_terminal"]),
+    )
+    def resolve(self, call: str, status: str) -> None:
+        self._expire(call)
+        state = self.model.get(call)
+        version = 1 if state is None else state.version
+        record, error = self._attempt(
+            call,
+            self.store.resolve_unknown(make_key(call), expected_version=version, status=status),
+        )
+        if state is None or state.status != "unknown":
+            assert error is not None
+            return
+        assert error is None
+        state.status = status
+        state.version += 1
+        assert record.status == status
+
+    @invariant()
+    def matches_the_model(self) -> None:
+        for call in CALLS:
+            self._expire(call)
+            record = run_sync(self.store.get(make_key(call)))
+            state = self.model.get(call)
+            if state is None:
+                assert record is None
+                continue
+            assert record is not None
+            assert (record.status, record.attempt, record.version) == (
+                state.status,
+                state.attempt,
+                state.version,
+            )
+            assert record.claim_token == state.token
+            assert (record.expires_at is None) == (state.expires is None)
+
+
+TestEffectStoreMachine = EffectStoreMachine.TestCase
+
+
+def test_start_constant_is_timezone_aware() -> None:
+    assert START.tzinfo is not None
+
+
+def test_completed_result_is_a_tool_result() -> None:
+    store = InMemoryToolEffectStore(now=ManualClock())
+    key = make_key()
+    claim = run_sync(store.begin(key)).record
+    run_sync(store.mark_dispatched(key, claim_token=claim.claim_token, expected_version=1))
+    done = run_sync(
+        store.complete(
+            key, claim_token=claim.claim_token, expected_version=2, result=result_for(key)
+        )
+    )
+    assert isinstance(done.result, ToolResult)
