@@ -78,8 +78,8 @@ async def test_rows_survive_reopening_and_the_schema_is_versioned(tmp_path: Path
         assert len(again) == 2
         assert again.records[0].status == "started"
     with sqlite3.connect(path) as db:
-        assert db.execute("SELECT version FROM prism_schema_version").fetchall() == [
-            (SCHEMA_VERSION,)
+        assert db.execute("SELECT component, version FROM prism_schema_version").fetchall() == [
+            ("ledger", SCHEMA_VERSION)
         ]
         db.execute("UPDATE prism_schema_version SET version = ?", (SCHEMA_VERSION + 1,))
     with pytest.raises(RuntimeError, match="schema version"):
@@ -170,3 +170,18 @@ def test_a_killed_process_never_loses_a_row_it_moved_past(tmp_path: Path) -> Non
     # The tool was running, so dispatch had moved past the started row: it must be there.
     rows = SqliteRunLedger(path).rows()
     assert [(row.tool_call_id, row.status) for row in rows] == [("c1", "started")]
+
+
+async def test_the_ledger_and_the_effect_store_share_one_file(tmp_path: Path) -> None:
+    from prism_tools.effect_stores import SqliteToolEffectStore
+    from prism_tools.identity import Ownership
+
+    path = tmp_path / "shared.db"
+    ledger = SqliteRunLedger(path)
+    store = SqliteToolEffectStore(path)
+    assert await store.cleanup(ownership=Ownership("t1"), before="2020-01-01T00:00:00.000Z") == 0
+    ledger.append_tool_call(_row("c1"))
+    with sqlite3.connect(path) as db:
+        components = dict(db.execute("SELECT component, version FROM prism_schema_version"))
+    assert set(components) == {"ledger", "tool_effects"}
+    assert len(SqliteRunLedger(path)) == 1

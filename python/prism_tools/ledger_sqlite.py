@@ -23,7 +23,9 @@ SCHEMA_VERSION: Final = 1
 Synchronous = Literal["FULL", "NORMAL"]
 
 _SCHEMA: Final = (
-    "CREATE TABLE IF NOT EXISTS prism_schema_version (version INTEGER NOT NULL)",
+    # One row per component, so the ledger and the effect store can share a file.
+    "CREATE TABLE IF NOT EXISTS prism_schema_version ("
+    " component TEXT PRIMARY KEY, version INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS prism_tool_calls ("
     " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
     " row_id TEXT NOT NULL,"
@@ -92,10 +94,13 @@ class SqliteRunLedger:
             try:
                 for statement in _SCHEMA:
                     self._db.execute(statement)
-                found = self._db.execute("SELECT version FROM prism_schema_version").fetchone()
+                found = self._db.execute(
+                    "SELECT version FROM prism_schema_version WHERE component = 'ledger'"
+                ).fetchone()
                 if found is None:
                     self._db.execute(
-                        "INSERT INTO prism_schema_version (version) VALUES (?)", (SCHEMA_VERSION,)
+                        "INSERT INTO prism_schema_version (component, version) VALUES (?, ?)",
+                        ("ledger", SCHEMA_VERSION),
                     )
                 elif found[0] > SCHEMA_VERSION:
                     raise RuntimeError(
