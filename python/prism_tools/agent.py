@@ -948,6 +948,7 @@ class _Run:
             self.metadata,
             ignore_progress,
             self.agent.identity,
+            None,  # idempotency_key: dispatch derives it for tools with a durable effect
         )
         return await dispatch_tool_call(call, self.registry, context, *options)
 

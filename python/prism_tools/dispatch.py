@@ -41,6 +41,8 @@ from prism_tools._core import (
     ToolFilter,
 )
 from prism_tools._frozen import builder
+from prism_tools.effect_dispatch import UNKNOWN_OUTCOME, EffectClaim, prepare_effect
+from prism_tools.effects import ToolEffectStore
 from prism_tools.errors import (
     ArgumentsError,
     GuardrailTripwire,
@@ -477,7 +479,7 @@ async def dispatch_tool_call(
     guardrails: Guardrails | None = None,
     trust: TrustPolicy | None = None,
     permission: PermissionPolicy | None = None,
-    effect_store: Any = None,  # accepted now; effect claims arrive with the durability layer
+    effect_store: ToolEffectStore | None = None,
     limit_tracker: LimitTracker | None = None,
 ) -> ToolResult:
     """Check one tool call and run it if every check passes; see the module doc for the order."""
@@ -555,10 +557,12 @@ async def dispatch_tool_call(
         and context.tool_call_id == call.id
         and acting is context.identity
         and context.progress is ignore_progress
+        and context.idempotency_key is None
     ):
         run_context = context  # nothing to wrap: the tool sees the caller's context as is
     else:
-        # session_id, run_id, tool_call_id, signal, metadata, progress, identity
+        # session_id, run_id, tool_call_id, signal, metadata, progress, identity, and no
+        # idempotency key: a key from the caller is never trusted (dispatch derives its own).
         run_context = _build_context(
             context.session_id,
             context.run_id,
@@ -567,6 +571,7 @@ async def dispatch_tool_call(
             context.metadata,
             _progress_reporter(context, audit, call),
             acting,
+            None,
         )
 
     if acting is not None or trust is not None or permission is not None:
@@ -589,16 +594,33 @@ async def dispatch_tool_call(
         if problem is not None:
             return await _block(audit, call, "validation_failed", problem)
 
+    claim: EffectClaim | None = None
+    if tool.effect is not None:
+        try:
+            prepared = await prepare_effect(
+                tool, call.id, arguments, run_context, acting, ownership, effect_store
+            )
+        except Exception as err:
+            return await _block(audit, call, "execution_denied", error_info(err))
+        if type(prepared) is ToolResult:
+            return prepared  # a completed duplicate: its stored result, no events, no rows
+        if prepared is not None:
+            run_context, claim = cast(tuple[ToolExecutionContext, EffectClaim | None], prepared)
+
     if before_execute is not None:
         try:
             outcome = before_execute(call, tool, run_context)
             if _isawaitable(outcome):
                 await outcome
         except Exception as err:
+            if claim is not None:
+                await claim.release()
             return await _block(audit, call, "execution_denied", error_info(err))
 
     execute = tool.execute
     if execute is None:
+        if claim is not None:
+            await claim.release()
         return await _block(
             audit,
             call,
@@ -622,18 +644,31 @@ async def dispatch_tool_call(
             if pending is not None:
                 await pending
 
+    if claim is not None:
+        try:
+            await claim.dispatched()
+        except Exception:
+            # Dispatch was attempted: from here on the outcome counts as unknown.
+            return await _unknown_outcome(audit, call, claim)
+
     try:
         output = execute(arguments, run_context)
         if output is not None and (type(output) is CoroutineType or _isawaitable(output)):
             output = await output
     except GuardrailTripwire:
+        if claim is not None:
+            await claim.unknown()
         raise
     except BaseException as err:
         if not isinstance(err, Exception):
             # Cancellation (and interpreter exits) propagate; the audit still records the end.
+            if claim is not None:
+                await claim.unknown()
             if audit is not None:
                 await audit.failed(call, ErrorInfo(message="Tool call cancelled", code="cancelled"))
             raise
+        if claim is not None:
+            return await _unknown_outcome(audit, call, claim)
         if audit is None:
             return _error_result(call, error_info(err))
         return await audit.failed(call, error_info(err))
@@ -649,12 +684,24 @@ async def dispatch_tool_call(
     if guardrails is not None:
         verdict = await _guard("tool_output", guardrails, result, call, context, audit)
         if verdict is not None:
+            if claim is not None:
+                return await _unknown_outcome(audit, call, claim)
             return await _block(
                 audit,
                 call,
                 "guardrail_blocked",
                 _guard_error(TOOL_RESULT_BLOCKED, verdict),
             )
+
+    if claim is not None:
+        if result.error is not None:
+            return await _unknown_outcome(audit, call, claim)
+        if audit is not None:
+            result = cast(ToolResult, audit.scrub(result))
+        try:
+            result = await claim.complete(result)
+        except Exception:
+            return await _unknown_outcome(audit, call, claim)
 
     if audit is None:
         return result
@@ -674,6 +721,14 @@ async def dispatch_tool_call(
         if pending is not None:
             await pending
     return result
+
+
+async def _unknown_outcome(audit: _Audit | None, call: ToolCall, claim: EffectClaim) -> ToolResult:
+    """The side effect may have happened: record ``unknown`` and never run the call again."""
+    await claim.unknown()
+    if audit is None:
+        return _error_result(call, UNKNOWN_OUTCOME)
+    return await audit.failed(call, UNKNOWN_OUTCOME)
 
 
 def _progress_reporter(

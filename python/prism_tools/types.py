@@ -173,6 +173,7 @@ class ToolExecutionContext:
     metadata: Mapping[str, JSONValue] | None = None
     progress: Callable[..., Any] = ignore_progress
     identity: AgentIdentity | None = None
+    idempotency_key: str | None = None
 
 
 ToolExecute: TypeAlias = Callable[[dict[str, JSONValue], ToolExecutionContext], Any]

@@ -1,0 +1,169 @@
+"""How dispatch claims, records and replays a tool's side effect (the effect store's client side).
+
+``prepare_effect`` runs after validation: it resolves the tool's declaration, derives the key
+the tool sees as ``context.idempotency_key``, and claims the effect in the store. A completed
+duplicate comes back as its stored result (dispatch returns it with no events and no rows); a
+claim that cannot be taken, or an outcome nobody knows, is a ``ToolEffectError`` that dispatch
+turns into a blocked ``execution_denied`` result. Once ``mark_dispatched`` has been attempted,
+any failure leaves the record ``unknown`` and the call is never run again by the harness: an
+operator resolves it (``resolve_unknown``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any
+
+from prism_tools.effects import (
+    ERR_TOOL_EFFECT_COMPLETED,
+    ERR_TOOL_EFFECT_CONFLICT,
+    ERR_TOOL_EFFECT_PRE_DISPATCH,
+    ERR_TOOL_EFFECT_REQUIRED,
+    ERR_TOOL_EFFECT_UNKNOWN,
+    MSG_CLAIM_UNKNOWN,
+    MSG_COMPLETED_NO_RESULT,
+    MSG_IDENTITY_REQUIRED,
+    MSG_NEEDS_RECONCILIATION,
+    MSG_NOT_DISPATCHABLE,
+    MSG_STORE_REQUIRED,
+    ToolEffectError,
+    ToolEffectKey,
+    ToolEffectStore,
+    classifier_context,
+    resolve_effect,
+)
+from prism_tools.identity import AgentIdentity, Ownership
+from prism_tools.types import ErrorInfo, JSONValue, ToolDefinition, ToolExecutionContext, ToolResult
+
+logger = logging.getLogger("prism_tools.effects")
+
+UNKNOWN_OUTCOME = ErrorInfo(
+    message=MSG_NEEDS_RECONCILIATION, code=ERR_TOOL_EFFECT_UNKNOWN, name="ToolEffectError"
+)
+"""The result error of a call whose side effect may or may not have happened."""
+
+
+class EffectClaim:
+    """A claim held by one dispatch: the key, the store, the token and the current version."""
+
+    __slots__ = ("confirmed", "key", "store", "token", "version")
+
+    def __init__(self, store: ToolEffectStore, key: ToolEffectKey, token: str, version: int):
+        self.store = store
+        self.key = key
+        self.token = token
+        self.version = version
+        self.confirmed = False  # mark_dispatched succeeded
+
+    async def release(self) -> None:
+        """Before the tool ran: the claim ends ``failed_terminal`` (errors ignored)."""
+        try:
+            await self.store.fail(
+                self.key,
+                claim_token=self.token,
+                expected_version=self.version,
+                status="failed_terminal",
+                failure={"code": ERR_TOOL_EFFECT_PRE_DISPATCH},
+            )
+        except Exception:
+            logger.warning("could not release a tool effect claim", exc_info=True)
+
+    async def dispatched(self) -> None:
+        record = await self.store.mark_dispatched(
+            self.key, claim_token=self.token, expected_version=self.version
+        )
+        self.version = record.version
+        self.confirmed = True
+
+    async def complete(self, result: ToolResult) -> ToolResult:
+        """Stores the result; returns the stored copy."""
+        record = await self.store.complete(
+            self.key, claim_token=self.token, expected_version=self.version, result=result
+        )
+        return record.result if record.result is not None else result
+
+    async def unknown(self) -> None:
+        """The outcome is unknown: mark it so, using our claim if dispatched was confirmed, else
+        the record's own if it is dispatched. Store errors are swallowed (the record then
+        expires to ``unknown`` by itself)."""
+        try:
+            token, version = self.token, self.version
+            if not self.confirmed:
+                record = await self.store.get(self.key)
+                if record is None or record.status != "dispatched" or record.claim_token is None:
+                    return
+                token, version = record.claim_token, record.version
+            await self.store.mark_unknown(
+                self.key,
+                claim_token=token,
+                expected_version=version,
+                failure={"code": ERR_TOOL_EFFECT_UNKNOWN},
+            )
+        except Exception:
+            logger.warning("could not mark a tool effect unknown", exc_info=True)
+
+
+async def prepare_effect(
+    tool: ToolDefinition,
+    tool_call_id: str,
+    arguments: dict[str, JSONValue],
+    context: ToolExecutionContext,
+    identity: AgentIdentity | None,
+    ownership: Ownership | None,
+    store: ToolEffectStore | None,
+) -> ToolResult | tuple[ToolExecutionContext, EffectClaim | None] | None:
+    """``None``: run unmanaged. A ``ToolResult``: a completed duplicate to return as is.
+    Otherwise the context carrying the idempotency key, and the claim when one was taken.
+    Raises ``ToolEffectError`` (or ``IdentityError``) when the call must not run."""
+    effect = resolve_effect(tool.effect, arguments, classifier_context(context))
+    if effect is None or not effect.managed:
+        return None
+    if identity is None:
+        if effect.idempotency == "unsupported":
+            return None
+        raise ToolEffectError(ERR_TOOL_EFFECT_CONFLICT, MSG_IDENTITY_REQUIRED)
+    key = ToolEffectKey.derive(
+        identity,
+        ownership,
+        session_id=context.session_id,
+        run_id=context.run_id,
+        tool_call_id=tool_call_id,
+        tool_name=tool.name,
+        arguments=arguments,
+        signal=context.signal,
+    )
+    keyed = dataclasses.replace(context, idempotency_key=key.key)
+    if effect.idempotency in ("tool_managed", "unsupported"):
+        return keyed, None  # the tool owns its recovery
+    if store is None:
+        if effect.idempotency == "required":
+            raise ToolEffectError(ERR_TOOL_EFFECT_REQUIRED, MSG_STORE_REQUIRED)
+        return keyed, None
+    try:
+        outcome = await store.begin(key)
+    except ToolEffectError:
+        raise
+    except Exception as err:
+        raise ToolEffectError(ERR_TOOL_EFFECT_UNKNOWN, MSG_CLAIM_UNKNOWN) from err
+    record = outcome.record
+    if outcome.outcome == "acquired":
+        if not record.claim_token:
+            raise ToolEffectError(ERR_TOOL_EFFECT_UNKNOWN, MSG_CLAIM_UNKNOWN)
+        return keyed, EffectClaim(store, key, record.claim_token, record.version)
+    return _replay(record)
+
+
+def _replay(record: Any) -> ToolResult:
+    """An existing record: its stored result when completed; otherwise why it cannot run."""
+    if record.status == "completed":
+        if record.result is not None:
+            result: ToolResult = record.result
+            return result
+        raise ToolEffectError(ERR_TOOL_EFFECT_COMPLETED, MSG_COMPLETED_NO_RESULT)
+    if record.status in ("dispatched", "unknown"):
+        raise ToolEffectError(ERR_TOOL_EFFECT_UNKNOWN, MSG_NEEDS_RECONCILIATION)
+    raise ToolEffectError(ERR_TOOL_EFFECT_CONFLICT, MSG_NOT_DISPATCHABLE)
+
+
+__all__ = ["UNKNOWN_OUTCOME", "EffectClaim", "prepare_effect"]

@@ -1,0 +1,405 @@
+"""Dispatch with durable tool effects: keys, claims, replay, the unknown-outcome path, crashes."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import signal
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.support import EventLog
+
+from prism_tools import (
+    AgentIdentity,
+    GuardrailDecision,
+    Guardrails,
+    InMemoryRunLedger,
+    ToolCall,
+    ToolDefinition,
+    ToolExecutionContext,
+    ToolResult,
+    create_tool_registry,
+    dispatch_tool_call,
+    guardrail,
+)
+from prism_tools.effect_stores import SqliteToolEffectStore
+from prism_tools.effects import InMemoryToolEffectStore, ToolEffect, ToolEffectKey
+
+IDENTITY = AgentIdentity(principal_id="agent-1", tenant_id="t1")
+SECRET = "sk-live-effects-01"
+
+
+class Counter:
+    """A tool body that counts its runs and remembers the keys it saw."""
+
+    def __init__(self, output: Any = "sent", fail: bool = False) -> None:
+        self.runs = 0
+        self.keys: list[str | None] = []
+        self.output = output
+        self.fail = fail
+
+    async def __call__(self, args: dict[str, Any], context: ToolExecutionContext) -> Any:
+        self.runs += 1
+        self.keys.append(context.idempotency_key)
+        if self.fail:
+            raise RuntimeError("smtp timeout")
+        return self.output
+
+
+def tool(body: Counter, effect: Any) -> ToolDefinition:
+    return ToolDefinition("send_email", execute=body, effect=effect)
+
+
+def context(call_id: str = "c1", **extra: Any) -> ToolExecutionContext:
+    return ToolExecutionContext(session_id="s1", run_id="r1", tool_call_id=call_id, **extra)
+
+
+async def send(
+    definition: ToolDefinition,
+    *,
+    call_id: str = "c1",
+    arguments: dict[str, Any] | None = None,
+    **options: Any,
+) -> ToolResult:
+    options.setdefault("identity", IDENTITY)
+    return await dispatch_tool_call(
+        ToolCall(call_id, definition.name, {"to": "a@b.c"} if arguments is None else arguments),
+        create_tool_registry([definition]),
+        context(call_id),
+        **options,
+    )
+
+
+REQUIRED = ToolEffect("external_mutation", "required")
+
+
+def blocked_code(result: ToolResult) -> Any:
+    assert result.metadata == {"blocked_reason": "execution_denied"}
+    assert result.error is not None
+    return result.error.code
+
+
+async def test_a_tool_without_an_effect_runs_unmanaged_without_a_key() -> None:
+    body = Counter()
+    result = await send(tool(body, None), effect_store=InMemoryToolEffectStore())
+    assert result.value == "sent"
+    assert body.keys == [None]
+
+
+@pytest.mark.parametrize(
+    ("effect", "identity", "expect_key"),
+    [
+        (ToolEffect("none", "none"), IDENTITY, False),
+        ({"kind": "local_mutation", "idempotency": "none"}, IDENTITY, False),
+        (ToolEffect("external_mutation", "unsupported"), None, False),
+        (ToolEffect("external_mutation", "unsupported"), IDENTITY, True),
+        (ToolEffect("external_mutation", "tool_managed"), IDENTITY, True),
+        (ToolEffect("local_mutation", "optional"), IDENTITY, True),
+    ],
+)
+async def test_which_calls_get_a_key_and_which_run_unmanaged(
+    effect: Any, identity: AgentIdentity | None, expect_key: bool
+) -> None:
+    body = Counter()
+    store = InMemoryToolEffectStore()
+    result = await send(tool(body, effect), identity=identity)
+    assert result.value == "sent"
+    assert body.runs == 1
+    key = body.keys[0]
+    assert (key is not None) is expect_key
+    if key is not None:
+        assert key.startswith("prism:tool-effect:v1:")
+    # Without a store nothing is claimed, and tool-managed effects never touch one.
+    if isinstance(effect, ToolEffect) and effect.idempotency == "tool_managed":
+        await send(tool(body, effect), identity=identity, effect_store=store)
+        assert body.runs == 2
+
+
+@pytest.mark.parametrize("idempotency", ["optional", "required", "tool_managed"])
+async def test_a_durable_effect_needs_a_verified_identity(idempotency: str) -> None:
+    body = Counter()
+    effect = ToolEffect("external_mutation", idempotency)  # type: ignore[arg-type]
+    result = await send(tool(body, effect), identity=None, effect_store=InMemoryToolEffectStore())
+    assert blocked_code(result) == "ERR_PRISM_TOOL_EFFECT_CONFLICT"
+    assert result.error is not None
+    assert result.error.message == "verified identity is required for a durable tool effect"
+    assert body.runs == 0
+
+
+async def test_a_required_effect_without_a_store_never_runs() -> None:
+    body = Counter()
+    result = await send(tool(body, REQUIRED))
+    assert blocked_code(result) == "ERR_PRISM_TOOL_EFFECT_REQUIRED"
+    assert body.runs == 0
+
+
+async def test_a_completed_duplicate_returns_the_stored_result_silently() -> None:
+    body = Counter(output={"message_id": "m-1"})
+    store = InMemoryToolEffectStore()
+    definition = tool(body, REQUIRED)
+    first = await send(definition, effect_store=store)
+    assert first.value == {"message_id": "m-1"}
+    events, ledger = EventLog(), InMemoryRunLedger()
+    again = await send(definition, effect_store=store, emit=events, ledger=ledger)
+    assert again == first
+    assert body.runs == 1
+    assert events.events == []
+    assert ledger.records == []
+    # A new call id (a new model call) or new arguments is a new effect.
+    await send(definition, effect_store=store, call_id="c2")
+    await send(definition, effect_store=store, arguments={"to": "x@y.z"})
+    assert body.runs == 3
+    assert len(set(body.keys)) == 3
+
+
+async def test_a_caller_supplied_key_is_never_trusted() -> None:
+    body = Counter()
+    definition = tool(body, REQUIRED)
+    await dispatch_tool_call(
+        ToolCall("c1", "send_email", {"to": "a"}),
+        create_tool_registry([definition]),
+        context(idempotency_key="chosen-by-the-model"),
+        identity=IDENTITY,
+        effect_store=InMemoryToolEffectStore(),
+    )
+    assert body.keys[0] != "chosen-by-the-model"
+    plain = Counter()
+    await dispatch_tool_call(
+        ToolCall("c1", "plain", {}),
+        create_tool_registry([ToolDefinition("plain", execute=plain)]),
+        context(idempotency_key="chosen-by-the-model"),
+    )
+    assert plain.keys == [None]
+
+
+async def test_a_failing_tool_leaves_an_unknown_outcome_that_is_never_replayed() -> None:
+    body = Counter(fail=True)
+    store = InMemoryToolEffectStore()
+    definition = tool(body, REQUIRED)
+    events = EventLog()
+    result = await send(definition, effect_store=store, emit=events)
+    assert result.error is not None
+    assert (result.error.code, result.error.name) == (
+        "ERR_PRISM_TOOL_EFFECT_UNKNOWN",
+        "ToolEffectError",
+    )
+    assert result.error.message == "tool effect outcome requires reconciliation"
+    assert "tool_execution_error" in events.types
+    key = ToolEffectKey.derive(
+        IDENTITY, None, session_id="s1", run_id="r1", tool_call_id="c1",
+        tool_name="send_email", arguments={"to": "a@b.c"},
+    )  # fmt: skip
+    record = await store.get(key)
+    assert record is not None
+    assert record.status == "unknown"
+    again = await send(definition, effect_store=store)
+    assert blocked_code(again) == "ERR_PRISM_TOOL_EFFECT_UNKNOWN"
+    assert body.runs == 1
+
+
+async def test_an_error_result_and_a_guardrail_block_are_unknown_outcomes_too() -> None:
+    store = InMemoryToolEffectStore()
+
+    async def returns_error(args: dict[str, Any], ctx: ToolExecutionContext) -> ToolResult:
+        from prism_tools import ErrorInfo
+
+        return ToolResult(ctx.tool_call_id, "send_email", error=ErrorInfo(message="bounced"))
+
+    result = await send(
+        ToolDefinition("send_email", execute=returns_error, effect=REQUIRED), effect_store=store
+    )
+    assert result.error is not None
+    assert result.error.code == "ERR_PRISM_TOOL_EFFECT_UNKNOWN"
+
+    block = guardrail("no-out", "tool_output", lambda c: GuardrailDecision("block", "nope"))
+    body = Counter()
+    guarded = await send(
+        tool(body, REQUIRED),
+        call_id="c9",
+        effect_store=store,
+        guardrails=Guardrails(tool_output=[block]),
+    )
+    assert guarded.error is not None
+    assert guarded.error.code == "ERR_PRISM_TOOL_EFFECT_UNKNOWN"
+    assert body.runs == 1
+
+
+async def test_a_refusal_before_dispatch_releases_the_claim_for_good() -> None:
+    body = Counter()
+    store = InMemoryToolEffectStore()
+    definition = tool(body, REQUIRED)
+
+    def refuse(call: ToolCall, tool: ToolDefinition, context: ToolExecutionContext) -> None:
+        raise RuntimeError("change freeze")
+
+    first = await send(definition, effect_store=store, before_execute=refuse)
+    assert first.metadata == {"blocked_reason": "execution_denied"}
+    assert body.runs == 0
+    again = await send(definition, effect_store=store)
+    assert blocked_code(again) == "ERR_PRISM_TOOL_EFFECT_CONFLICT"
+    assert body.runs == 0
+
+
+class FlakyStore(InMemoryToolEffectStore):
+    """An in-memory store whose chosen step fails as if the database went away."""
+
+    def __init__(self, failing: str) -> None:
+        super().__init__()
+        self.failing = failing
+
+    async def begin(self, key: Any, **options: Any) -> Any:
+        if self.failing == "begin":
+            raise ConnectionError("database down")
+        return await super().begin(key, **options)
+
+    async def mark_dispatched(self, key: Any, **options: Any) -> Any:
+        if self.failing == "mark_dispatched":
+            raise ConnectionError("database down")
+        return await super().mark_dispatched(key, **options)
+
+    async def complete(self, key: Any, **options: Any) -> Any:
+        if self.failing == "complete":
+            raise ConnectionError("database down")
+        return await super().complete(key, **options)
+
+
+@pytest.mark.parametrize(
+    ("failing", "runs", "code"),
+    [
+        ("begin", 0, "ERR_PRISM_TOOL_EFFECT_UNKNOWN"),
+        ("mark_dispatched", 0, "ERR_PRISM_TOOL_EFFECT_UNKNOWN"),
+        ("complete", 1, "ERR_PRISM_TOOL_EFFECT_UNKNOWN"),
+    ],
+)
+async def test_store_failures_are_never_a_silent_success_or_a_second_run(
+    failing: str, runs: int, code: str
+) -> None:
+    body = Counter()
+    store = FlakyStore(failing)
+    definition = tool(body, REQUIRED)
+    result = await send(definition, effect_store=store)
+    assert result.error is not None
+    assert result.error.code == code
+    assert body.runs == runs
+    store.failing = ""
+    again = await send(definition, effect_store=store)
+    if failing == "begin":
+        # Nothing was claimed, so nothing ran: the redelivery claims and runs it once.
+        assert (again.value, body.runs) == ("sent", 1)
+    else:
+        # The effect may have happened: it never runs again.
+        assert again.error is not None
+        assert body.runs == runs
+
+
+async def test_invalid_declarations_and_raising_classifiers_deny_execution() -> None:
+    body = Counter()
+    invalid = await send(tool(body, {"kind": "none", "idempotency": "required"}))
+    assert blocked_code(invalid) == "ERR_PRISM_TOOL_EFFECT_LIMIT"
+
+    def classify(args: dict[str, Any], ctx: Any) -> ToolEffect:
+        raise ValueError("cannot tell")
+
+    raising = await send(tool(body, classify))
+    assert raising.metadata == {"blocked_reason": "execution_denied"}
+    assert body.runs == 0
+
+
+async def test_a_classifier_decides_per_call() -> None:
+    body = Counter()
+    store = InMemoryToolEffectStore()
+
+    def classify(args: dict[str, Any], ctx: Any) -> ToolEffect:
+        dry = args.get("dry_run", False)
+        return ToolEffect("none", "none") if dry else REQUIRED
+
+    definition = tool(body, classify)
+    await send(definition, effect_store=store, arguments={"dry_run": True})
+    await send(definition, effect_store=store, arguments={"dry_run": True})
+    assert body.keys == [None, None]
+    await send(definition, effect_store=store, call_id="c5", arguments={"dry_run": False})
+    await send(definition, effect_store=store, call_id="c5", arguments={"dry_run": False})
+    assert body.runs == 3
+
+
+async def test_the_stored_result_is_redacted() -> None:
+    body = Counter(output={"token": SECRET})
+    store = InMemoryToolEffectStore()
+    result = await send(tool(body, REQUIRED), effect_store=store, secrets=[SECRET])
+    assert SECRET not in repr(result)
+    replay = await send(tool(body, REQUIRED), effect_store=store, secrets=[SECRET])
+    assert SECRET not in repr(replay)
+    assert body.runs == 1
+
+
+# -- crashes -------------------------------------------------------------------------------------
+
+
+def _effect_child(db: str, side: str, ready: str) -> None:
+    async def send_money(args: dict[str, Any], ctx: ToolExecutionContext) -> str:
+        with sqlite3.connect(side) as conn:
+            conn.execute("INSERT INTO transfers (call) VALUES (?)", (ctx.tool_call_id,))
+        mark(ready)
+        await asyncio.sleep(60)
+        return "done"
+
+    async def main() -> None:
+        definition = ToolDefinition("send_money", execute=send_money, effect=REQUIRED)
+        await dispatch_tool_call(
+            ToolCall("c1", "send_money", {"amount": 5}),
+            create_tool_registry([definition]),
+            context(),
+            identity=IDENTITY,
+            effect_store=SqliteToolEffectStore(db),
+        )
+
+    asyncio.run(main())
+
+
+def mark(path: str) -> None:
+    Path(path).write_text("ready")
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_a_call_killed_mid_effect_is_never_run_again(tmp_path: Path) -> None:
+    db, side, ready = tmp_path / "effects.db", tmp_path / "side.db", tmp_path / "ready"
+    with sqlite3.connect(side) as conn:
+        conn.execute("CREATE TABLE transfers (call TEXT)")
+    process = multiprocessing.get_context("spawn").Process(
+        target=_effect_child, args=(str(db), str(side), str(ready))
+    )
+    process.start()
+    deadline = time.monotonic() + 60
+    while not ready.exists():
+        assert time.monotonic() < deadline, "the child never reached its side effect"
+        time.sleep(0.01)
+    assert process.pid is not None
+    os.kill(process.pid, signal.SIGKILL)
+    process.join()
+
+    ran: list[str] = []
+
+    async def send_money(args: dict[str, Any], ctx: ToolExecutionContext) -> str:
+        ran.append(ctx.tool_call_id)
+        return "done"
+
+    definition = ToolDefinition("send_money", execute=send_money, effect=REQUIRED)
+    redelivered = asyncio.run(
+        dispatch_tool_call(
+            ToolCall("c1", "send_money", {"amount": 5}),
+            create_tool_registry([definition]),
+            context(),
+            identity=IDENTITY,
+            effect_store=SqliteToolEffectStore(db),
+        )
+    )
+    assert ran == []
+    assert redelivered.error is not None
+    assert redelivered.error.code == "ERR_PRISM_TOOL_EFFECT_UNKNOWN"
+    with sqlite3.connect(side) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM transfers").fetchone() == (1,)
