@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+# The PostgreSQL fixture, the `postgres` marker and the CI guard against skipping them.
+pytest_plugins = ["tests.pg"]
+
 settings.register_profile("dev", max_examples=60, deadline=None)
 settings.register_profile(
     "ci",

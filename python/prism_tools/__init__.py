@@ -65,6 +65,7 @@ from prism_tools.guardrails import (
 )
 from prism_tools.identity import AgentIdentity, Ownership
 from prism_tools.ledger import InMemoryRunLedger, RunLedger
+from prism_tools.ledger_postgres import PostgresRunLedger
 from prism_tools.ledger_sqlite import SqliteRunLedger
 from prism_tools.limits import RunLimits
 from prism_tools.messages import (
@@ -164,6 +165,7 @@ __all__ = [
     "PermissionDeniedError",
     "PermissionPolicy",
     "PermissionRequest",
+    "PostgresRunLedger",
     "PrismError",
     "Provider",
     "ProviderDelta",

@@ -1,0 +1,249 @@
+"""``PostgresRunLedger``: the audit ledger in PostgreSQL, shared by processes and machines.
+
+The same contract as ``SqliteRunLedger``: each ``append_tool_call`` is committed before it
+returns (one autocommit ``INSERT``), and dispatch waits for the append before it moves past the
+row, so a crash of the process never loses a row that dispatch had moved past. How far a commit
+survives a crash of the server is the server's ``synchronous_commit`` and ``fsync`` setting.
+Rows arrive already redacted when dispatch has secrets or a redactor.
+
+psycopg 3 is an optional dependency (``pip install 'prism-tools[postgres]'``); it is imported
+when a ledger is made, never by ``import prism_tools``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
+
+from prism_tools import _json
+from prism_tools.ledger_sqlite import record_from_dict
+from prism_tools.types import ToolCallRecord
+
+if TYPE_CHECKING:
+    import psycopg
+
+SCHEMA_VERSION: Final = 1
+
+# Every process that creates or checks the schema takes this transaction-scoped advisory lock
+# first, so two processes opening a fresh database at once do not race on CREATE TABLE.
+_SCHEMA_LOCK_SQL: Final = "SELECT pg_advisory_xact_lock(hashtext('prism_tools:schema'))"
+
+_SCHEMA: Final = (
+    "CREATE TABLE IF NOT EXISTS prism_schema_version (version INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS prism_tool_calls ("
+    " seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+    " row_id TEXT NOT NULL,"
+    " session_id TEXT NOT NULL,"
+    " run_id TEXT NOT NULL,"
+    " tool_call_id TEXT NOT NULL,"
+    " name TEXT NOT NULL,"
+    " status TEXT NOT NULL,"
+    # json, not jsonb: it keeps the text as written and accepts every string a row can hold
+    # (jsonb refuses \u0000), while still answering SQL such as row->'arguments'.
+    " row JSON NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS prism_tool_calls_session ON prism_tool_calls (session_id, seq)",
+    "CREATE INDEX IF NOT EXISTS prism_tool_calls_run ON prism_tool_calls (run_id, seq)",
+    "CREATE INDEX IF NOT EXISTS prism_tool_calls_call ON prism_tool_calls (tool_call_id, seq)",
+)
+
+# How many of the ledger's tables the current schema (the first one on search_path) holds.
+_TABLES_PRESENT_SQL: Final = (
+    "SELECT current_schema(), count(*) FROM pg_catalog.pg_tables"
+    " WHERE schemaname = current_schema()"
+    " AND tablename IN ('prism_schema_version', 'prism_tool_calls')"
+)
+
+
+class ConnectionPoolLike(Protocol):
+    """What the ledger needs of a pool, such as ``psycopg_pool.ConnectionPool``."""
+
+    def connection(
+        self, timeout: float | None = None
+    ) -> AbstractContextManager[psycopg.Connection[Any]]: ...
+
+
+def _import_psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError as err:
+        raise ImportError(
+            "PostgresRunLedger needs psycopg 3: pip install 'prism-tools[postgres]'"
+        ) from err
+    return psycopg
+
+
+class PostgresRunLedger:
+    """Ledger rows in PostgreSQL, committed one by one, queryable by session, run and call.
+
+    ``source`` is a connection string (the ledger opens and owns one connection, and reopens it
+    before the next operation if it was lost), an open ``psycopg.Connection`` in autocommit mode
+    (borrowed: ``close`` leaves it open), or a pool with a ``connection()`` context manager such
+    as ``psycopg_pool.ConnectionPool`` (borrowed too; each operation takes a connection from it).
+    Safe to share between threads and tasks. The tables live in the first schema on the
+    connection's ``search_path`` and are created on first use; ``prism_schema_version`` records
+    their version for later migrations, and a database with a newer version is refused.
+    """
+
+    def __init__(self, source: str | psycopg.Connection[Any] | ConnectionPoolLike, /) -> None:
+        pg = _import_psycopg()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._dsn: str | None = None
+        self._conn: psycopg.Connection[Any] | None = None
+        self._pool: ConnectionPoolLike | None = None
+        if isinstance(source, str):
+            self._dsn = source
+            self._conn = pg.connect(source, autocommit=True)
+        elif isinstance(source, pg.Connection):
+            if source.closed:
+                raise ValueError("the connection given to PostgresRunLedger is closed")
+            if not source.autocommit:
+                raise ValueError(
+                    "PostgresRunLedger needs a connection in autocommit mode, so that each row "
+                    "is committed on its own (psycopg.connect(..., autocommit=True))"
+                )
+            self._conn = source
+        elif callable(getattr(source, "connection", None)):
+            self._pool = cast("ConnectionPoolLike", source)
+        else:
+            raise TypeError(
+                "PostgresRunLedger takes a connection string, a psycopg.Connection or a "
+                f"connection pool, got {type(source).__name__}"
+            )
+        try:
+            self._create_schema()
+        except BaseException:
+            self.close()
+            raise
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A connection for one operation, whose statements are committed when the block ends."""
+        if self._pool is not None:
+            if self._closed:
+                raise RuntimeError("the ledger is closed")
+            # A pooled connection may not be in autocommit mode: a transaction block commits
+            # before the connection goes back to the pool either way.
+            with (
+                self._pool.connection() as conn,
+                conn.transaction() if not conn.autocommit else nullcontext(),
+            ):
+                yield conn
+            return
+        with self._lock:
+            if self._closed or self._conn is None:
+                raise RuntimeError("the ledger is closed")
+            if self._dsn is not None and (self._conn.closed or self._conn.broken):
+                # The connection was lost after an earlier operation. Reconnecting before a
+                # statement is safe; a statement that failed mid-flight is never retried, since
+                # its row may or may not have been committed.
+                self._conn.close()
+                self._conn = _import_psycopg().connect(self._dsn, autocommit=True)
+            yield self._conn
+
+    def _create_schema(self) -> None:
+        with self._connection() as conn, conn.transaction():
+            conn.execute(_SCHEMA_LOCK_SQL)
+            schema, present = _one(conn.execute(_TABLES_PRESENT_SQL).fetchone())
+            if schema is None:
+                raise RuntimeError(
+                    "no schema to hold the ledger tables: the connection's search_path names "
+                    "no existing schema"
+                )
+            if present < 2:
+                # Checked first so that an existing ledger is opened without DDL, which would
+                # briefly lock out other processes' inserts.
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+            found = conn.execute("SELECT max(version) FROM prism_schema_version").fetchone()
+            version = None if found is None else found[0]
+            if version is None:
+                conn.execute(
+                    "INSERT INTO prism_schema_version (version) VALUES (%s)", (SCHEMA_VERSION,)
+                )
+            elif version > SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"ledger schema {schema!r} in database {conn.info.dbname!r} has schema "
+                    f"version {version}; this version of prism-tools reads up to {SCHEMA_VERSION}"
+                )
+
+    def append_tool_call(self, record: ToolCallRecord) -> None:
+        """Stores one row; it is committed when this returns."""
+        if not isinstance(record, ToolCallRecord):
+            raise TypeError(f"ledger rows must be ToolCallRecord, got {type(record).__name__}")
+        row = _json.dumps_lenient(record.to_dict()).decode("utf-8")
+        with self._connection() as conn:
+            conn.execute(
+                "INSERT INTO prism_tool_calls"
+                " (row_id, session_id, run_id, tool_call_id, name, status, row)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s::json)",
+                (
+                    record.id,
+                    record.session_id,
+                    record.run_id,
+                    record.tool_call_id,
+                    record.name,
+                    record.status,
+                    row,
+                ),
+            )
+
+    def rows(
+        self,
+        *,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        tool_call_id: str | None = None,
+    ) -> list[ToolCallRecord]:
+        """Rows matching every given id, oldest first."""
+        clauses, values = [], []
+        for column, value in (
+            ("session_id", session_id),
+            ("run_id", run_id),
+            ("tool_call_id", tool_call_id),
+        ):
+            if value is not None:
+                clauses.append(f"{column} = %s")
+                values.append(value)
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        with self._connection() as conn:
+            found = conn.execute(
+                f"SELECT row::text FROM prism_tool_calls{where} ORDER BY seq", values
+            ).fetchall()
+        return [record_from_dict(_json.loads(text)) for (text,) in found]
+
+    @property
+    def records(self) -> list[ToolCallRecord]:
+        """Every row, oldest first."""
+        return self.rows()
+
+    def __len__(self) -> int:
+        with self._connection() as conn:
+            (count,) = _one(conn.execute("SELECT count(*) FROM prism_tool_calls").fetchone())
+        return int(count)
+
+    def close(self) -> None:
+        """Closes the connection the ledger opened; a borrowed connection or pool stays open."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._dsn is not None and self._conn is not None:
+                self._conn.close()
+
+    def __enter__(self) -> PostgresRunLedger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _one(found: Any) -> Any:
+    if found is None:
+        raise RuntimeError("the database returned no row for an aggregate query")
+    return found
+
+
+__all__ = ["SCHEMA_VERSION", "ConnectionPoolLike", "PostgresRunLedger"]

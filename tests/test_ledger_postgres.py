@@ -1,0 +1,332 @@
+"""PostgresRunLedger on a real server: rows committed in order, redacted, queryable, surviving
+the process, the connection and a second process creating the schema at the same time."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.pg import PgSchema, with_options
+
+from prism_tools import (
+    ToolCall,
+    ToolDefinition,
+    ToolExecutionContext,
+    create_tool_registry,
+    dispatch_tool_call,
+)
+from prism_tools.ledger_postgres import SCHEMA_VERSION, PostgresRunLedger
+from prism_tools.types import ToolCallRecord
+
+SECRET = "sk-live-ledger-0001"
+
+postgres = pytest.mark.postgres
+
+
+def context(call_id: str, session: str = "s1", run: str = "r1") -> ToolExecutionContext:
+    return ToolExecutionContext(session_id=session, run_id=run, tool_call_id=call_id)
+
+
+async def echo(args: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
+    return {"echo": args}
+
+
+def _row(call_id: str, arguments: Any = None) -> ToolCallRecord:
+    return ToolCallRecord(
+        id=f"row-{call_id}",
+        session_id="s1",
+        run_id="r1",
+        tool_call_id=call_id,
+        name="echo",
+        arguments={} if arguments is None else arguments,
+        status="started",
+        started_at="2026-01-01T00:00:00.000Z",
+    )
+
+
+def tables_holding(schema: PgSchema, text: str) -> list[str]:
+    """The schema's tables with a row whose text contains ``text``."""
+    from psycopg import sql
+
+    names = schema.sql.execute(
+        "SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = %s ORDER BY tablename",
+        (schema.name,),
+    ).fetchall()
+    assert names, "the ledger made no tables"
+    holding = []
+    for (name,) in names:
+        query = sql.SQL("SELECT count(*) FROM {} AS t WHERE strpos(t::text, %s) > 0").format(
+            sql.Identifier(name)
+        )
+        if schema.scalar(query.as_string(schema.sql), text):
+            holding.append(name)
+    return holding
+
+
+def wait_until_gone(schema: PgSchema, application_name: str) -> None:
+    """Waits for the server to have no connection left with this application name."""
+    deadline = time.monotonic() + 30
+    query = "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
+    while schema.scalar(query, application_name):
+        assert time.monotonic() < deadline, f"{application_name} is still connected"
+        time.sleep(0.01)
+
+
+@postgres
+async def test_dispatch_rows_are_stored_in_order_and_redacted(pg_schema: PgSchema) -> None:
+    ledger = PostgresRunLedger(pg_schema.dsn)
+    registry = create_tool_registry([ToolDefinition("echo", execute=echo)])
+    for number in range(3):
+        await dispatch_tool_call(
+            ToolCall(f"c{number}", "echo", {"token": SECRET, "n": number}),
+            registry,
+            context(f"c{number}", run="r1" if number < 2 else "r2"),
+            ledger=ledger,
+            secrets=[SECRET],
+        )
+    rows = ledger.rows()
+    assert [(row.tool_call_id, row.status) for row in rows] == [
+        ("c0", "started"),
+        ("c0", "finished"),
+        ("c1", "started"),
+        ("c1", "finished"),
+        ("c2", "started"),
+        ("c2", "finished"),
+    ]
+    assert rows[1].result is not None
+    assert rows[1].result.value == {"echo": {"token": "[REDACTED]", "n": 0}}
+    assert [row.tool_call_id for row in ledger.rows(run_id="r2")] == ["c2", "c2"]
+    assert len(ledger.rows(tool_call_id="c1")) == 2
+    assert ledger.rows(run_id="r1", tool_call_id="c2") == []
+    assert ledger.rows(session_id="nobody") == []
+    ledger.close()
+    # Read back with SQL, not through the ledger: the secret is in no table, while the redacted
+    # arguments are, so the search does see the rows' contents.
+    assert tables_holding(pg_schema, SECRET) == []
+    assert tables_holding(pg_schema, "[REDACTED]") == ["prism_tool_calls"]
+    assert (
+        pg_schema.scalar(
+            "SELECT row->'arguments'->>'n' FROM prism_tool_calls"
+            " WHERE tool_call_id = 'c2' AND status = 'finished'"
+        )
+        == "2"
+    )
+
+
+@postgres
+async def test_rows_survive_reconnecting_and_the_schema_is_versioned(
+    pg_schema: PgSchema,
+) -> None:
+    registry = create_tool_registry([ToolDefinition("echo", execute=echo)])
+    with PostgresRunLedger(pg_schema.dsn) as ledger:
+        await dispatch_tool_call(ToolCall("c1", "echo", {}), registry, context("c1"), ledger=ledger)
+    with PostgresRunLedger(pg_schema.dsn) as again:
+        assert len(again) == 2
+        assert again.records[0].status == "started"
+    assert pg_schema.sql.execute("SELECT version FROM prism_schema_version").fetchall() == [
+        (SCHEMA_VERSION,)
+    ]
+    pg_schema.sql.execute("UPDATE prism_schema_version SET version = %s", (SCHEMA_VERSION + 1,))
+    name = f"prism-refused-{uuid.uuid4().hex[:12]}"
+    with pytest.raises(RuntimeError, match="schema version"):
+        PostgresRunLedger(with_options(pg_schema.dsn, application_name=name))
+    # The refused ledger closed the connection it had opened.
+    wait_until_gone(pg_schema, name)
+
+
+@postgres
+def test_appends_from_many_threads_all_land(pg_schema: PgSchema) -> None:
+    ledger = PostgresRunLedger(pg_schema.dsn)
+
+    def writer(thread: int) -> None:
+        for number in range(50):
+            ledger.append_tool_call(_row(f"t{thread}-{number}"))
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    rows = ledger.rows()
+    assert len(rows) == 200
+    for writer_number in range(4):
+        prefix = f"t{writer_number}-"
+        mine = [row.tool_call_id for row in rows if row.tool_call_id.startswith(prefix)]
+        assert mine == [f"{prefix}{number}" for number in range(50)]
+    ledger.close()
+
+
+@postgres
+def test_a_pool_and_a_borrowed_connection_work_and_stay_open(pg_schema: PgSchema) -> None:
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+    # Pool connections are not in autocommit mode here: each append must still commit at once.
+    with ConnectionPool(pg_schema.dsn, min_size=1, max_size=4, open=True) as pool:
+        ledger = PostgresRunLedger(pool)
+
+        def writer(thread: int) -> None:
+            for number in range(25):
+                ledger.append_tool_call(_row(f"p{thread}-{number}"))
+
+        threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert pg_schema.scalar("SELECT count(*) FROM prism_tool_calls") == 100
+        assert len(ledger) == 100
+        ledger.close()
+        with pytest.raises(RuntimeError, match="closed"):
+            ledger.append_tool_call(_row("late"))
+        with pool.connection() as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+
+    with psycopg.connect(pg_schema.dsn, autocommit=True) as conn:
+        with PostgresRunLedger(conn) as borrowed:
+            borrowed.append_tool_call(_row("b1"))
+            assert [row.tool_call_id for row in borrowed.rows(tool_call_id="b1")] == ["b1"]
+        assert not conn.closed
+        assert pg_schema.scalar("SELECT count(*) FROM prism_tool_calls") == 101
+
+
+@postgres
+def test_a_lost_connection_is_reopened_before_the_next_row(pg_schema: PgSchema) -> None:
+    import psycopg
+
+    name = f"prism-ledger-{uuid.uuid4().hex[:12]}"
+    ledger = PostgresRunLedger(with_options(pg_schema.dsn, application_name=name))
+    ledger.append_tool_call(_row("before"))
+    pg_schema.sql.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+        (name,),
+    )
+    wait_until_gone(pg_schema, name)
+    # The append that meets the dead connection fails: its row may or may not have been
+    # committed, so it is never retried behind the caller's back.
+    with pytest.raises(psycopg.OperationalError):
+        ledger.append_tool_call(_row("lost"))
+    ledger.append_tool_call(_row("after"))
+    assert [row.tool_call_id for row in ledger.records] == ["before", "after"]
+    ledger.close()
+
+
+@postgres
+def test_connections_racing_to_create_the_schema_all_succeed(pg_schema: PgSchema) -> None:
+    count = 8
+    barrier = threading.Barrier(count)
+    ledgers: list[PostgresRunLedger] = []
+    errors: list[BaseException] = []
+
+    def opener() -> None:
+        barrier.wait()
+        try:
+            ledgers.append(PostgresRunLedger(pg_schema.dsn))
+        except BaseException as err:
+            errors.append(err)
+
+    threads = [threading.Thread(target=opener) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for ledger in ledgers:
+        ledger.close()
+    assert errors == []
+    assert pg_schema.sql.execute("SELECT version FROM prism_schema_version").fetchall() == [
+        (SCHEMA_VERSION,)
+    ]
+
+
+@postgres
+def test_every_string_a_row_can_hold_comes_back(pg_schema: PgSchema) -> None:
+    arguments = {"nul": "a\x00b", "emoji": "\U0001f600", "quote": 'it\'s "x"', "big": 2**70}
+    with PostgresRunLedger(pg_schema.dsn) as ledger:
+        ledger.append_tool_call(_row("odd", arguments))
+        (row,) = ledger.rows()
+    assert row.arguments == {**arguments, "big": str(2**70)}
+
+
+@postgres
+def test_bad_sources_and_rows_are_refused(pg_schema: PgSchema) -> None:
+    import psycopg
+
+    with pytest.raises(TypeError, match="connection string"):
+        PostgresRunLedger(42)  # type: ignore[arg-type]
+    with psycopg.connect(pg_schema.dsn) as conn, pytest.raises(ValueError, match="autocommit"):
+        PostgresRunLedger(conn)
+    closed = psycopg.connect(pg_schema.dsn, autocommit=True)
+    closed.close()
+    with pytest.raises(ValueError, match="closed"):
+        PostgresRunLedger(closed)
+    with pytest.raises(RuntimeError, match="no schema"):
+        PostgresRunLedger(with_options(pg_schema.dsn, options="-c search_path=no_such_schema"))
+    ledger = PostgresRunLedger(pg_schema.dsn)
+    with pytest.raises(TypeError, match="ToolCallRecord"):
+        ledger.append_tool_call({"id": "x"})  # type: ignore[arg-type]
+    ledger.close()
+    ledger.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        ledger.rows()
+
+
+def test_a_missing_psycopg_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(ImportError, match=r"prism-tools\[postgres\]"):
+        PostgresRunLedger("postgresql://nobody@127.0.0.1:1/none")
+
+
+def mark_ready(ready: str) -> None:
+    Path(ready).write_text("running")
+
+
+def _child(dsn: str, ready: str) -> None:
+    import asyncio
+
+    async def stuck(args: dict[str, Any], ctx: ToolExecutionContext) -> None:
+        mark_ready(ready)
+        await asyncio.sleep(60)
+
+    async def main() -> None:
+        registry = create_tool_registry([ToolDefinition("stuck", execute=stuck)])
+        await dispatch_tool_call(
+            ToolCall("c1", "stuck", {"x": 1}),
+            registry,
+            context("c1"),
+            ledger=PostgresRunLedger(dsn),
+        )
+
+    asyncio.run(main())
+
+
+@postgres
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_a_killed_process_never_loses_a_row_it_moved_past(
+    pg_schema: PgSchema, tmp_path: Path
+) -> None:
+    ready = tmp_path / "ready"
+    process = multiprocessing.get_context("spawn").Process(
+        target=_child, args=(pg_schema.dsn, str(ready))
+    )
+    process.start()
+    deadline = time.monotonic() + 60
+    while not ready.exists():
+        assert time.monotonic() < deadline, "the child never started its tool"
+        time.sleep(0.01)
+    assert process.pid is not None
+    os.kill(process.pid, signal.SIGKILL)
+    process.join()
+    assert process.exitcode == -signal.SIGKILL
+    # The tool was running, so dispatch had moved past the started row: it must be there, seen
+    # through a connection of another process.
+    with PostgresRunLedger(pg_schema.dsn) as ledger:
+        rows = ledger.rows()
+    assert [(row.tool_call_id, row.status) for row in rows] == [("c1", "started")]
