@@ -403,3 +403,58 @@ def test_a_call_killed_mid_effect_is_never_run_again(tmp_path: Path) -> None:
     assert redelivered.error.code == "ERR_PRISM_TOOL_EFFECT_UNKNOWN"
     with sqlite3.connect(side) as conn:
         assert conn.execute("SELECT COUNT(*) FROM transfers").fetchone() == (1,)
+
+
+async def test_the_runtime_passes_its_store_and_identity_to_every_call() -> None:
+    from prism_tools import ProviderResponse, ScriptedProvider, create_agent
+
+    body = Counter()
+    store = InMemoryToolEffectStore()
+    provider = ScriptedProvider(
+        [
+            ProviderResponse(tool_calls=(ToolCall("c1", "send_email", {"to": "a"}),)),
+            ProviderResponse(text="sent"),
+        ]
+    )
+    agent = create_agent(
+        model="m",
+        provider=provider,
+        tools=[tool(body, REQUIRED)],
+        identity=IDENTITY,
+        effect_store=store,
+    )
+    result = await agent.session("sess-1").run("mail a")
+    assert body.runs == 1
+    key = body.keys[0]
+    assert key is not None
+    assert key.startswith("prism:tool-effect:v1:")
+    derived = ToolEffectKey.derive(
+        IDENTITY,
+        None,
+        session_id="sess-1",
+        run_id=result.run_id,
+        tool_call_id="c1",
+        tool_name="send_email",
+        arguments={"to": "a"},
+    )
+    record = await store.get(derived)
+    assert record is not None
+    assert record.status == "completed"
+
+    # Without an identity the same tool never runs: a durable effect needs one.
+    bare = create_agent(
+        model="m",
+        provider=ScriptedProvider(
+            [
+                ProviderResponse(tool_calls=(ToolCall("c1", "send_email", {"to": "a"}),)),
+                ProviderResponse(text="could not"),
+            ]
+        ),
+        tools=[tool(body, REQUIRED)],
+        effect_store=store,
+    )
+    refused = await bare.session().run("mail a")
+    row = next(message for message in refused.messages if message.role == "tool")
+    assert row.error is not None
+    assert row.error.code == "ERR_PRISM_TOOL_EFFECT_CONFLICT"
+    assert body.runs == 1

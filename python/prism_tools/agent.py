@@ -37,6 +37,7 @@ from prism_tools.artifacts import (
 )
 from prism_tools.disclosure import ToolActivationState
 from prism_tools.dispatch import ToolValidator, dispatch_tool_call, error_info
+from prism_tools.effects import ToolEffectStore
 from prism_tools.errors import GuardrailTripwire, PrismError, RunLimitError
 from prism_tools.guardrails import (
     GuardrailContext,
@@ -268,6 +269,7 @@ class Agent:
         tools_disclosure: ToolsDisclosure = "all",
         tools_search: Mapping[str, Any] | None = None,
         allow_hidden_tool_calls: bool = False,
+        effect_store: ToolEffectStore | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ValueError("model must be a non-empty string")
@@ -309,6 +311,7 @@ class Agent:
         read_search_top_k(tools_search)
         self.tools_search = tools_search
         self.allow_hidden_tool_calls = bool(allow_hidden_tool_calls)
+        self.effect_store = effect_store
 
     def registered_tools(self) -> list[ToolDefinition]:
         """The agent's tools as they are registered now."""
@@ -357,6 +360,7 @@ def create_agent(
     tools_disclosure: ToolsDisclosure = "all",
     tools_search: Mapping[str, Any] | None = None,
     allow_hidden_tool_calls: bool = False,
+    effect_store: ToolEffectStore | None = None,
 ) -> Agent:
     """An agent: a model behind a provider, its tools, and the checks every call passes."""
     return Agent(
@@ -381,6 +385,7 @@ def create_agent(
         tools_disclosure=tools_disclosure,
         tools_search=tools_search,
         allow_hidden_tool_calls=allow_hidden_tool_calls,
+        effect_store=effect_store,
     )
 
 
@@ -473,6 +478,7 @@ class Session:
         tools_disclosure: ToolsDisclosure | None = None,
         tools_search: Mapping[str, Any] | None = None,
         allow_hidden_tool_calls: bool | None = None,
+        effect_store: ToolEffectStore | None = None,
     ) -> RunResult:
         """Runs the loop until the model answers without tool calls or a limit stops it.
 
@@ -494,6 +500,7 @@ class Session:
                 guardrails=_merge_guardrails(self.agent.guardrails, guardrails),
                 metadata=metadata,
                 signal=signal,
+                effect_store=effect_store,
                 scope=_ScopeOptions(
                     tool_names=None if tool_names is None else tuple(tool_names),
                     narrowing=tool_narrowing,
@@ -542,8 +549,10 @@ class _Run:
         metadata: Mapping[str, JSONValue] | None,
         signal: asyncio.Event | None,
         scope: _ScopeOptions,
+        effect_store: ToolEffectStore | None = None,
     ) -> None:
         agent = session.agent
+        self.effect_store = effect_store if effect_store is not None else agent.effect_store
         self.session = session
         self.agent = agent
         self.input = input_messages
@@ -935,7 +944,7 @@ class _Run:
             self.guardrails,
             agent.trust,
             agent.permission,
-            None,  # effect_store
+            self.effect_store,
             self.tracker,
         )
 
