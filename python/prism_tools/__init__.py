@@ -37,6 +37,13 @@ from prism_tools.disclosure import (
     plan_tool_disclosure,
 )
 from prism_tools.dispatch import ARGUMENTS_NOT_OBJECT, dispatch_tool_call, error_info
+from prism_tools.effect_stores import SqliteToolEffectStore
+from prism_tools.effects import (
+    InMemoryToolEffectStore,
+    ToolEffect,
+    ToolEffectError,
+    ToolEffectStore,
+)
 from prism_tools.errors import (
     ArgumentsError,
     DuplicateToolError,
@@ -153,6 +160,7 @@ __all__ = [
     "Guardrails",
     "IdentityError",
     "InMemoryRunLedger",
+    "InMemoryToolEffectStore",
     "JSONValue",
     "JsonSchemaAdapter",
     "LedgerWriteError",
@@ -187,12 +195,16 @@ __all__ = [
     "Skill",
     "SkillError",
     "SqliteRunLedger",
+    "SqliteToolEffectStore",
     "ToolActivationState",
     "ToolArgumentValidator",
     "ToolCall",
     "ToolCallRecord",
     "ToolDefinition",
     "ToolDisclosure",
+    "ToolEffect",
+    "ToolEffectError",
+    "ToolEffectStore",
     "ToolExecutionContext",
     "ToolFilter",
     "ToolParameterValidator",
