@@ -38,6 +38,7 @@ from prism_tools.disclosure import (
 )
 from prism_tools.dispatch import ARGUMENTS_NOT_OBJECT, dispatch_tool_call, error_info
 from prism_tools.effect_stores import SqliteToolEffectStore
+from prism_tools.effect_stores_postgres import PostgresToolEffectStore
 from prism_tools.effects import (
     InMemoryToolEffectStore,
     ToolEffect,
@@ -174,6 +175,7 @@ __all__ = [
     "PermissionPolicy",
     "PermissionRequest",
     "PostgresRunLedger",
+    "PostgresToolEffectStore",
     "PrismError",
     "Provider",
     "ProviderDelta",

@@ -1,0 +1,345 @@
+"""``PostgresToolEffectStore``: durable effect claims in PostgreSQL, shared by many processes on
+many machines.
+
+How a transition is made safe. The state machine lives in ``BaseToolEffectStore``, which hands
+the store a read-modify-write step: given the current record it returns the record to write.
+This store runs that step optimistically, without holding a lock while Python runs:
+
+1. read the row (one ``SELECT``);
+2. run the step on it;
+3. write with one statement that only succeeds if nobody wrote in between: ``INSERT ... ON
+   CONFLICT DO NOTHING`` when there was no row, else ``UPDATE ... WHERE version = %s AND
+   claim_token IS NOT DISTINCT FROM %s`` with the version and token that were read;
+4. if that statement changed no row, another writer got there first, so nothing of ours was
+   written: read again and run the step again on what is there now.
+
+Every record write bumps ``version``, so the conditional write is a compare-and-swap and each
+transition is as atomic as a ``SELECT ... FOR UPDATE`` transaction would make it, across
+processes and machines, while keeping each write a single autocommitted statement and no row
+lock held during a round trip. Two ``begin`` calls racing on one key therefore see one
+``acquired`` and one ``existing`` (the loser's second read finds the winner's claim); two
+transitions racing on one version see one success and one conflict. A lazily expired claim is
+written back the same way, before the call returns or raises.
+
+A call that loses its connection fails with psycopg's error and is never retried behind the
+caller's back: an ``INSERT`` or ``UPDATE`` cut off in flight may or may not have been committed,
+and for a claim that is what the claim TTL is for (an unconfirmed ``pending`` claim expires to
+``failed_retryable``). A store that opened its own connection opens a new one before its next
+call.
+
+Records are stored as ``json`` (not ``jsonb``: jsonb refuses the ``\\u0000`` escape a result may
+hold) next to the columns the store queries. PostgreSQL ``text`` cannot hold a NUL character, so
+ownership ids, principal ids and keys containing one are refused.
+
+The schema version lives in ``prism_schema_components (component, version)``, row
+``tool_effects``. The PostgreSQL ledger's ``prism_schema_version`` table has a single ``version``
+column with no component, so the two components cannot share it as they do in SQLite.
+
+psycopg 3 is an optional dependency (``pip install 'prism-tools[postgres]'``); it is imported when
+a store is made, never by ``import prism_tools``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, cast
+
+from prism_tools.effects import (
+    ERR_TOOL_EFFECT_CONFLICT,
+    ERR_TOOL_EFFECT_LIMIT,
+    MSG_TRANSITION_CONFLICT,
+    BaseToolEffectStore,
+    Clock,
+    Owner,
+    Slot,
+    Step,
+    ToolEffectError,
+    decode_record,
+    encode_record,
+    finish_step,
+    ms_from_iso,
+)
+
+if TYPE_CHECKING:
+    import psycopg
+
+T = TypeVar("T")
+
+SCHEMA_VERSION: Final = 1
+COMPONENT: Final = "tool_effects"
+
+# How often a transition re-reads after losing a write race before it gives up with a conflict.
+# Each lost race means another writer committed a new version of the same record, so reaching
+# this bound needs that many writes to one key during one call.
+MAX_WRITE_RACES: Final = 100
+
+# The same lock key as the PostgreSQL ledger: every prism component creates or checks its tables
+# under it, so processes opening a fresh database together never race on CREATE TABLE.
+_SCHEMA_LOCK_SQL: Final = "SELECT pg_advisory_xact_lock(hashtext('prism_tools:schema'))"
+
+_SCHEMA: Final = (
+    "CREATE TABLE IF NOT EXISTS prism_schema_components ("
+    " component TEXT PRIMARY KEY, version INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS prism_tool_effects ("
+    " tenant_id TEXT NOT NULL, account_id TEXT NOT NULL, user_id TEXT NOT NULL,"
+    " principal_id TEXT NOT NULL, effect_key TEXT NOT NULL,"
+    " status TEXT NOT NULL, version INTEGER NOT NULL, claim_token TEXT,"
+    " updated_ms BIGINT NOT NULL,"
+    # json, not jsonb: jsonb refuses \u0000, which a stored result may contain.
+    " record JSON NOT NULL,"
+    " PRIMARY KEY (tenant_id, account_id, user_id, principal_id, effect_key))",
+    "CREATE INDEX IF NOT EXISTS prism_tool_effects_cleanup"
+    " ON prism_tool_effects (tenant_id, account_id, user_id, status, updated_ms)",
+)
+
+_TABLES_PRESENT_SQL: Final = (
+    "SELECT current_schema(), count(*) FROM pg_catalog.pg_tables"
+    " WHERE schemaname = current_schema()"
+    " AND tablename IN ('prism_schema_components', 'prism_tool_effects')"
+)
+
+_WHERE_SLOT: Final = (
+    "tenant_id = %s AND account_id = %s AND user_id = %s AND principal_id = %s AND effect_key = %s"
+)
+
+_SELECT_SQL: Final = (
+    f"SELECT version, claim_token, record::text FROM prism_tool_effects WHERE {_WHERE_SLOT}"
+)
+_INSERT_SQL: Final = (
+    "INSERT INTO prism_tool_effects (tenant_id, account_id, user_id, principal_id, effect_key,"
+    " status, version, claim_token, updated_ms, record)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::json) ON CONFLICT DO NOTHING"
+)
+_UPDATE_SQL: Final = (
+    "UPDATE prism_tool_effects SET status = %s, version = %s, claim_token = %s,"
+    " updated_ms = %s, record = %s::json"
+    f" WHERE {_WHERE_SLOT} AND version = %s AND claim_token IS NOT DISTINCT FROM %s"
+)
+_CLEANUP_SQL: Final = (
+    "DELETE FROM prism_tool_effects"
+    " WHERE (tenant_id, account_id, user_id, principal_id, effect_key) IN ("
+    " SELECT tenant_id, account_id, user_id, principal_id, effect_key FROM prism_tool_effects"
+    " WHERE tenant_id = %s AND account_id = %s AND user_id = %s"
+    " AND status IN ('completed', 'failed_terminal') AND updated_ms < %s"
+    " ORDER BY updated_ms LIMIT %s)"
+    " AND status IN ('completed', 'failed_terminal') AND updated_ms < %s"
+)
+
+
+class ConnectionPoolLike(Protocol):
+    """What the store needs of a pool, such as ``psycopg_pool.ConnectionPool``."""
+
+    def connection(
+        self, timeout: float | None = None
+    ) -> AbstractContextManager[psycopg.Connection[Any]]: ...
+
+
+def _import_psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError as err:
+        raise ImportError(
+            "PostgresToolEffectStore needs psycopg 3: pip install 'prism-tools[postgres]'"
+        ) from err
+    return psycopg
+
+
+class _LostRace(Exception):
+    """The conditional write changed no row: another writer committed first."""
+
+
+class PostgresToolEffectStore(BaseToolEffectStore):
+    """Effect claims in PostgreSQL, safe across threads, processes and machines.
+
+    ``source`` is a connection string (the store opens and owns one connection, and opens a new
+    one before the next call if it was lost), an open ``psycopg.Connection`` in autocommit mode
+    (borrowed: ``close`` leaves it open), or a pool with a ``connection()`` context manager such
+    as ``psycopg_pool.ConnectionPool`` (borrowed too; each attempt at a call takes a connection
+    from it, and calls run in parallel). The tables live in the first schema on the connection's
+    ``search_path``; they are created when the store is made, and a database whose
+    ``tool_effects`` schema version is newer than this library is refused there.
+    Blocking calls run in a worker thread (``asyncio.to_thread``).
+    """
+
+    def __init__(
+        self,
+        source: str | psycopg.Connection[Any] | ConnectionPoolLike,
+        /,
+        now: Clock | None = None,
+    ) -> None:
+        super().__init__(now)
+        pg = _import_psycopg()
+        self._pg = pg
+        self._lock = threading.Lock()
+        self._closed = False
+        self._dsn: str | None = None
+        self._conn: psycopg.Connection[Any] | None = None
+        self._pool: ConnectionPoolLike | None = None
+        if isinstance(source, str):
+            self._dsn = source
+            self._conn = pg.connect(source, autocommit=True)
+        elif isinstance(source, pg.Connection):
+            if source.closed:
+                raise ValueError("the connection given to PostgresToolEffectStore is closed")
+            if not source.autocommit:
+                raise ValueError(
+                    "PostgresToolEffectStore needs a connection in autocommit mode, so that "
+                    "each write is committed on its own (psycopg.connect(..., autocommit=True))"
+                )
+            self._conn = source
+        elif callable(getattr(source, "connection", None)):
+            self._pool = cast("ConnectionPoolLike", source)
+        else:
+            raise TypeError(
+                "PostgresToolEffectStore takes a connection string, a psycopg.Connection or a "
+                f"connection pool, got {type(source).__name__}"
+            )
+        try:
+            self._create_schema()
+        except BaseException:
+            self.close()
+            raise
+
+    # connection ----------------------------------------------------------------------------
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A connection for one attempt; what it wrote is committed when the block ends."""
+        if self._pool is not None:
+            if self._closed:
+                raise RuntimeError("the effect store is closed")
+            # A pooled connection may not be in autocommit mode: then the attempt is one
+            # transaction, committed before the connection goes back to the pool.
+            with (
+                self._pool.connection() as conn,
+                conn.transaction() if not conn.autocommit else nullcontext(),
+            ):
+                yield conn
+            return
+        with self._lock:
+            if self._closed or self._conn is None:
+                raise RuntimeError("the effect store is closed")
+            if self._dsn is not None and (self._conn.closed or self._conn.broken):
+                # The connection was lost during an earlier call, which failed. Opening a new
+                # one before this call's first statement is safe.
+                self._conn.close()
+                self._conn = self._pg.connect(self._dsn, autocommit=True)
+            yield self._conn
+
+    def _create_schema(self) -> None:
+        with self._connection() as conn, conn.transaction():
+            conn.execute(_SCHEMA_LOCK_SQL)
+            schema, present = _one(conn.execute(_TABLES_PRESENT_SQL).fetchone())
+            if schema is None:
+                raise RuntimeError(
+                    "no schema to hold the tool effect tables: the connection's search_path "
+                    "names no existing schema"
+                )
+            if present < 2:
+                # Checked first so that opening an existing store runs no DDL, which would
+                # briefly lock out other processes' transitions.
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+            found = conn.execute(
+                "SELECT version FROM prism_schema_components WHERE component = %s", (COMPONENT,)
+            ).fetchone()
+            if found is None:
+                conn.execute(
+                    "INSERT INTO prism_schema_components (component, version) VALUES (%s, %s)",
+                    (COMPONENT, SCHEMA_VERSION),
+                )
+            elif found[0] > SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"tool effect schema version {found[0]} in schema {schema!r} of database "
+                    f"{conn.info.dbname!r} is newer than this library, which reads up to "
+                    f"{SCHEMA_VERSION}"
+                )
+
+    def close(self) -> None:
+        """Close the connection the store opened; a borrowed connection or pool stays open."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._dsn is not None and self._conn is not None:
+                self._conn.close()
+
+    def __enter__(self) -> PostgresToolEffectStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def _call(self, fn: Callable[[], T]) -> T:
+        return await asyncio.to_thread(fn)
+
+    # storage -------------------------------------------------------------------------------
+
+    def _transact(self, slot: Slot, step: Step) -> Any:
+        if any("\x00" in part for part in slot):
+            raise ToolEffectError(
+                ERR_TOOL_EFFECT_LIMIT, "tool effect ids must not contain NUL characters"
+            )
+        for _ in range(MAX_WRITE_RACES):
+            try:
+                with self._connection() as conn:
+                    value = self._attempt(conn, slot, step)
+            except _LostRace:
+                continue
+            except self._pg.errors.SerializationFailure:
+                # Only a pooled connection at REPEATABLE READ or above gets here: the same lost
+                # race, reported by the server instead of by the row count.
+                continue
+            return finish_step(value)
+        raise ToolEffectError(ERR_TOOL_EFFECT_CONFLICT, MSG_TRANSITION_CONFLICT)
+
+    @staticmethod
+    def _attempt(conn: psycopg.Connection[Any], slot: Slot, step: Step) -> Any:
+        row = conn.execute(_SELECT_SQL, slot).fetchone()
+        current = None if row is None else decode_record(row[2])
+        written, value = step(current)
+        if written is None:
+            return value
+        blob = encode_record(written).decode("utf-8")
+        updated = ms_from_iso(written.updated_at)
+        if row is None:
+            cursor = conn.execute(
+                _INSERT_SQL,
+                (*slot, written.status, written.version, written.claim_token, updated, blob),
+            )
+        else:
+            cursor = conn.execute(
+                _UPDATE_SQL,
+                (
+                    written.status,
+                    written.version,
+                    written.claim_token,
+                    updated,
+                    blob,
+                    *slot,
+                    row[0],
+                    row[1],
+                ),
+            )
+        if cursor.rowcount != 1:
+            raise _LostRace
+        return value
+
+    def _cleanup(self, owner: Owner, before_ms: int, limit: int) -> int:
+        if any("\x00" in part for part in owner):
+            return 0
+        with self._connection() as conn:
+            cursor = conn.execute(_CLEANUP_SQL, (*owner, before_ms, limit, before_ms))
+            return int(cursor.rowcount)
+
+
+def _one(found: Any) -> Any:
+    if found is None:
+        raise RuntimeError("the database returned no row for an aggregate query")
+    return found
+
+
+__all__ = ["COMPONENT", "SCHEMA_VERSION", "ConnectionPoolLike", "PostgresToolEffectStore"]

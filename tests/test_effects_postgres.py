@@ -1,0 +1,403 @@
+"""PostgresToolEffectStore on a real server: the shared conformance suite, records outliving the
+connection, schema versioning, processes racing for one claim, and lost connections."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+import pytest
+from tests.effects_conformance import (
+    START,
+    EffectStoreConformance,
+    ManualClock,
+    make_key,
+    result_for,
+)
+from tests.pg import PgSchema, with_options
+
+from prism_tools.effect_stores_postgres import (
+    COMPONENT,
+    SCHEMA_VERSION,
+    PostgresToolEffectStore,
+    _LostRace,
+)
+from prism_tools.effects import ERR_TOOL_EFFECT_LIMIT, ToolEffectError, ToolEffectStore
+from prism_tools.identity import AgentIdentity, Ownership
+
+postgres = pytest.mark.postgres
+
+
+@postgres
+class TestPostgresStore(EffectStoreConformance):
+    @pytest.fixture
+    def make_store(self, pg_schema: PgSchema) -> Iterator[Any]:
+        stores: list[PostgresToolEffectStore] = []
+
+        def build(now: Any) -> PostgresToolEffectStore:
+            store = PostgresToolEffectStore(pg_schema.dsn, now=now)
+            stores.append(store)
+            return store
+
+        yield build
+        for store in stores:
+            store.close()
+
+
+@postgres
+class TestPostgresStoreOnAPool(EffectStoreConformance):
+    """The suite again with a pool whose connections are not in autocommit mode, so that
+    concurrent calls of one store really run in parallel."""
+
+    @pytest.fixture
+    def make_store(self, pg_schema: PgSchema) -> Iterator[Any]:
+        from psycopg_pool import ConnectionPool
+
+        with ConnectionPool(pg_schema.dsn, min_size=1, max_size=8, open=True) as pool:
+            yield lambda now: PostgresToolEffectStore(pool, now=now)
+
+
+def wait_until_gone(schema: PgSchema, application_name: str) -> None:
+    deadline = time.monotonic() + 30
+    query = "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
+    while schema.scalar(query, application_name):
+        assert time.monotonic() < deadline, f"{application_name} is still connected"
+        time.sleep(0.01)
+
+
+def terminate(schema: PgSchema, application_name: str) -> None:
+    schema.sql.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+        (application_name,),
+    )
+    wait_until_gone(schema, application_name)
+
+
+# --- durability and schema ------------------------------------------------------------------------
+
+
+@postgres
+async def test_records_survive_reconnecting(pg_schema: PgSchema) -> None:
+    key = make_key()
+    with PostgresToolEffectStore(pg_schema.dsn) as first:
+        claim = (await first.begin(key)).record
+        assert claim.claim_token is not None
+        sent = await first.mark_dispatched(key, claim_token=claim.claim_token, expected_version=1)
+    with PostgresToolEffectStore(pg_schema.dsn) as second:
+        assert await second.get(key) == sent
+        assert (await second.begin(key)).outcome == "existing"
+        done = await second.complete(
+            key, claim_token=sent.claim_token or "", expected_version=2, result=result_for(key)
+        )
+    with PostgresToolEffectStore(pg_schema.dsn) as third:
+        assert await third.get(key) == done
+    row = pg_schema.sql.execute(
+        "SELECT status, version, claim_token, record->>'status' FROM prism_tool_effects"
+    ).fetchall()
+    assert row == [("completed", 3, None, "completed")]
+
+
+@postgres
+async def test_lazy_expiry_is_written_back(pg_schema: PgSchema) -> None:
+    clock = ManualClock()
+    key = make_key()
+    with PostgresToolEffectStore(pg_schema.dsn, now=clock) as store:
+        await store.begin(key, claim_ttl_ms=10)
+        clock.advance(10)
+        expired = await store.get(key)
+    assert expired is not None
+    assert expired.status == "failed_retryable"
+    assert pg_schema.sql.execute(
+        "SELECT status, version, claim_token FROM prism_tool_effects"
+    ).fetchall() == [("failed_retryable", 2, None)]
+
+
+@postgres
+async def test_the_schema_is_versioned_and_a_newer_one_is_refused(pg_schema: PgSchema) -> None:
+    with PostgresToolEffectStore(pg_schema.dsn) as store:
+        await store.get(make_key())
+    assert pg_schema.sql.execute(
+        "SELECT component, version FROM prism_schema_components"
+    ).fetchall() == [(COMPONENT, SCHEMA_VERSION)]
+    pg_schema.sql.execute(
+        "UPDATE prism_schema_components SET version = %s WHERE component = %s",
+        (SCHEMA_VERSION + 1, COMPONENT),
+    )
+    name = f"prism-refused-{uuid.uuid4().hex[:12]}"
+    with pytest.raises(RuntimeError, match="newer"):
+        PostgresToolEffectStore(with_options(pg_schema.dsn, application_name=name))
+    # The refused store closed the connection it had opened.
+    wait_until_gone(pg_schema, name)
+
+
+@postgres
+def test_the_store_and_the_ledger_share_a_schema(pg_schema: PgSchema) -> None:
+    from prism_tools.ledger_postgres import SCHEMA_VERSION as LEDGER_VERSION
+    from prism_tools.ledger_postgres import PostgresRunLedger
+
+    PostgresToolEffectStore(pg_schema.dsn).close()
+    PostgresRunLedger(pg_schema.dsn).close()
+    PostgresToolEffectStore(pg_schema.dsn).close()
+    assert pg_schema.sql.execute("SELECT version FROM prism_schema_version").fetchall() == [
+        (LEDGER_VERSION,)
+    ]
+    assert pg_schema.scalar("SELECT count(*) FROM prism_schema_components") == 1
+
+
+@postgres
+def test_stores_racing_to_create_the_schema_all_succeed(pg_schema: PgSchema) -> None:
+    count = 8
+    barrier = threading.Barrier(count)
+    stores: list[PostgresToolEffectStore] = []
+    errors: list[BaseException] = []
+
+    def opener() -> None:
+        barrier.wait()
+        try:
+            stores.append(PostgresToolEffectStore(pg_schema.dsn))
+        except BaseException as err:
+            errors.append(err)
+
+    threads = [threading.Thread(target=opener) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for store in stores:
+        store.close()
+    assert errors == []
+    assert pg_schema.scalar("SELECT count(*) FROM prism_schema_components") == 1
+
+
+@postgres
+async def test_every_string_a_result_can_hold_comes_back(pg_schema: PgSchema) -> None:
+    key = make_key(arguments={"nul": "a\x00b"})
+    value = {"nul": "a\x00b", "emoji": "\U0001f600", "quote": 'it\'s "x"', "bs": "\\u0000"}
+    with PostgresToolEffectStore(pg_schema.dsn) as store:
+        claim = (await store.begin(key)).record
+        token = claim.claim_token or ""
+        await store.mark_dispatched(key, claim_token=token, expected_version=1)
+        await store.complete(
+            key, claim_token=token, expected_version=2, result=result_for(key, value)
+        )
+    with PostgresToolEffectStore(pg_schema.dsn) as again:
+        record = await again.get(key)
+    assert record is not None
+    assert record.result is not None
+    assert record.result.value == value
+
+
+@postgres
+async def test_ids_with_a_nul_character_are_refused(pg_schema: PgSchema) -> None:
+    identity = AgentIdentity(principal_id="agent\x00", tenant_id="t1")
+    key = make_key(identity=identity, ownership=Ownership("t1"))
+    with PostgresToolEffectStore(pg_schema.dsn) as store:
+        with pytest.raises(ToolEffectError) as info:
+            await store.begin(key)
+        assert info.value.code == ERR_TOOL_EFFECT_LIMIT
+        assert await store.cleanup(ownership=Ownership("t\x00"), before=START) == 0
+
+
+@postgres
+def test_bad_sources_are_refused(pg_schema: PgSchema) -> None:
+    import psycopg
+
+    with pytest.raises(TypeError, match="connection string"):
+        PostgresToolEffectStore(42)  # type: ignore[arg-type]
+    with psycopg.connect(pg_schema.dsn) as conn, pytest.raises(ValueError, match="autocommit"):
+        PostgresToolEffectStore(conn)
+    closed = psycopg.connect(pg_schema.dsn, autocommit=True)
+    closed.close()
+    with pytest.raises(ValueError, match="closed"):
+        PostgresToolEffectStore(closed)
+    with pytest.raises(RuntimeError, match="no schema"):
+        PostgresToolEffectStore(
+            with_options(pg_schema.dsn, options="-c search_path=no_such_schema")
+        )
+
+
+@postgres
+async def test_a_borrowed_connection_stays_open(pg_schema: PgSchema) -> None:
+    import psycopg
+
+    with psycopg.connect(pg_schema.dsn, autocommit=True) as conn:
+        store = PostgresToolEffectStore(conn)
+        assert isinstance(store, ToolEffectStore)
+        assert (await store.begin(make_key())).outcome == "acquired"
+        store.close()
+        store.close()
+        assert not conn.closed
+        with pytest.raises(RuntimeError, match="closed"):
+            await store.get(make_key())
+
+
+def test_a_missing_psycopg_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(ImportError, match=r"prism-tools\[postgres\]"):
+        PostgresToolEffectStore("postgresql://nobody@127.0.0.1:1/none")
+
+
+# --- races ------------------------------------------------------------------------------------
+
+
+@postgres
+async def test_stores_racing_on_one_key_acquire_once(
+    pg_schema: PgSchema, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lost: list[int] = []
+    attempt = PostgresToolEffectStore._attempt
+
+    def counting(conn: Any, slot: Any, step: Any) -> Any:
+        try:
+            return attempt(conn, slot, step)
+        except _LostRace:
+            lost.append(1)
+            raise
+
+    monkeypatch.setattr(PostgresToolEffectStore, "_attempt", staticmethod(counting))
+    stores = [PostgresToolEffectStore(pg_schema.dsn) for _ in range(4)]
+    try:
+        for index in range(25):
+            key = make_key(f"k{index}")
+            outcomes = await asyncio.gather(*(store.begin(key) for store in stores))
+            assert [item.outcome for item in outcomes].count("acquired") == 1
+            assert len({item.record.claim_token for item in outcomes}) == 1
+        # The losers' writes changed no row and were retried: the race was real.
+        assert lost
+    finally:
+        for store in stores:
+            store.close()
+
+
+@postgres
+async def test_racing_transitions_have_one_winner(pg_schema: PgSchema) -> None:
+    stores = [PostgresToolEffectStore(pg_schema.dsn) for _ in range(4)]
+    try:
+        key = make_key()
+        claim = (await stores[0].begin(key)).record
+        token = claim.claim_token or ""
+        outcomes = await asyncio.gather(
+            *(
+                store.mark_dispatched(key, claim_token=token, expected_version=1)
+                for store in stores
+            ),
+            return_exceptions=True,
+        )
+        assert sum(not isinstance(item, BaseException) for item in outcomes) == 1
+        assert all(
+            isinstance(item, ToolEffectError) for item in outcomes if isinstance(item, Exception)
+        )
+    finally:
+        for store in stores:
+            store.close()
+
+
+RACE_ROUNDS = 250
+
+
+def race_worker(dsn: str, barrier: Any, rounds: int, queue: Any) -> None:
+    """Child process body: ``begin`` each round's key once, in step with the other process."""
+
+    async def main() -> list[str]:
+        outcomes = []
+        with PostgresToolEffectStore(dsn) as store:
+            for index in range(rounds):
+                await asyncio.to_thread(barrier.wait)
+                outcomes.append((await store.begin(make_key(f"race-{index}"))).outcome)
+        return outcomes
+
+    queue.put(asyncio.run(main()))
+
+
+@postgres
+def test_processes_racing_begin_acquire_once(pg_schema: PgSchema) -> None:
+    workers = 2
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(workers)
+    queue = context.Queue()
+    processes = [
+        context.Process(target=race_worker, args=(pg_schema.dsn, barrier, RACE_ROUNDS, queue))
+        for _ in range(workers)
+    ]
+    for process in processes:
+        process.start()
+    results = [queue.get(timeout=120) for _ in processes]
+    for process in processes:
+        process.join(timeout=30)
+        assert process.exitcode == 0
+    for index in range(RACE_ROUNDS):
+        assert sorted(result[index] for result in results) == ["acquired", "existing"], index
+    assert pg_schema.sql.execute(
+        "SELECT count(*), min(version), max(version) FROM prism_tool_effects"
+    ).fetchall() == [(RACE_ROUNDS, 1, 1)]
+
+
+# --- lost connections ---------------------------------------------------------------------------
+
+
+class KillingClock:
+    """A clock that, once armed, terminates the store's connection on its n-th reading.
+
+    The base store reads the clock once while checking the key (before touching the database)
+    and once inside the transition, after the row was read and before the write; arming it with
+    ``n=2`` therefore cuts the connection in the middle of the call.
+    """
+
+    def __init__(self, schema: PgSchema, application_name: str) -> None:
+        self.schema = schema
+        self.application_name = application_name
+        self.countdown = 0
+
+    def arm(self, n: int) -> None:
+        self.countdown = n
+
+    def __call__(self) -> datetime:
+        if self.countdown:
+            self.countdown -= 1
+            if not self.countdown:
+                terminate(self.schema, self.application_name)
+        return START
+
+
+@postgres
+async def test_a_connection_dropped_mid_call_is_an_error_and_the_next_call_works(
+    pg_schema: PgSchema,
+) -> None:
+    import psycopg
+
+    name = f"prism-effects-{uuid.uuid4().hex[:12]}"
+    clock = KillingClock(pg_schema, name)
+    key = make_key()
+    with PostgresToolEffectStore(
+        with_options(pg_schema.dsn, application_name=name), clock
+    ) as store:
+        # Cut after the read, before the INSERT: begin fails, and nothing was claimed.
+        clock.arm(2)
+        with pytest.raises(psycopg.OperationalError):
+            await store.begin(key)
+        assert clock.countdown == 0
+        assert await store.get(key) is None
+        claim = await store.begin(key)
+        assert claim.outcome == "acquired"
+        token = claim.record.claim_token or ""
+        # Cut after the read, before the UPDATE: the transition fails and the claim is unchanged.
+        clock.arm(2)
+        with pytest.raises(psycopg.OperationalError):
+            await store.mark_dispatched(key, claim_token=token, expected_version=1)
+        assert await store.get(key) == claim.record
+        # Cut between calls: the next call meets the dead connection and fails too.
+        terminate(pg_schema, name)
+        with pytest.raises(psycopg.OperationalError):
+            await store.mark_dispatched(key, claim_token=token, expected_version=1)
+        sent = await store.mark_dispatched(key, claim_token=token, expected_version=1)
+        assert (sent.status, sent.version) == ("dispatched", 2)
+    assert pg_schema.sql.execute("SELECT status, version FROM prism_tool_effects").fetchall() == [
+        ("dispatched", 2)
+    ]
