@@ -33,6 +33,7 @@ import inspect
 import re
 import threading
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -794,7 +795,7 @@ class _Raise:
     error: BaseException
 
 
-class BaseToolEffectStore:
+class BaseToolEffectStore(ABC):
     """The state machine every store shares. A subclass supplies atomic storage:
 
     ``_transact(slot, step)`` runs ``step(current)`` with the slot locked; ``step`` returns
@@ -809,11 +810,11 @@ class BaseToolEffectStore:
 
     # storage hooks -------------------------------------------------------------------------
 
-    def _transact(self, slot: Slot, step: Step) -> Any:
-        raise NotImplementedError
+    @abstractmethod
+    def _transact(self, slot: Slot, step: Step) -> Any: ...
 
-    def _cleanup(self, owner: Owner, before_ms: int, limit: int) -> int:
-        raise NotImplementedError
+    @abstractmethod
+    def _cleanup(self, owner: Owner, before_ms: int, limit: int) -> int: ...
 
     async def _call(self, fn: Callable[[], T]) -> T:
         return fn()
