@@ -42,11 +42,11 @@ a store is made, never by ``import prism_tools``.
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, cast
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from prism_tools._postgres import SCHEMA_LOCK_SQL, ConnectionPoolLike, PostgresConnections
 from prism_tools.effects import (
     ERR_TOOL_EFFECT_CONFLICT,
     ERR_TOOL_EFFECT_LIMIT,
@@ -78,7 +78,6 @@ MAX_WRITE_RACES: Final = 100
 
 # The same lock key as the PostgreSQL ledger: every prism component creates or checks its tables
 # under it, so processes opening a fresh database together never race on CREATE TABLE.
-_SCHEMA_LOCK_SQL: Final = "SELECT pg_advisory_xact_lock(hashtext('prism_tools:schema'))"
 
 _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS prism_schema_components ("
@@ -129,24 +128,6 @@ _CLEANUP_SQL: Final = (
 )
 
 
-class ConnectionPoolLike(Protocol):
-    """What the store needs of a pool, such as ``psycopg_pool.ConnectionPool``."""
-
-    def connection(
-        self, timeout: float | None = None
-    ) -> AbstractContextManager[psycopg.Connection[Any]]: ...
-
-
-def _import_psycopg() -> Any:
-    try:
-        import psycopg
-    except ImportError as err:
-        raise ImportError(
-            "PostgresToolEffectStore needs psycopg 3: pip install 'prism-tools[postgres]'"
-        ) from err
-    return psycopg
-
-
 class _LostRace(Exception):
     """The conditional write changed no row: another writer committed first."""
 
@@ -171,32 +152,7 @@ class PostgresToolEffectStore(BaseToolEffectStore):
         now: Clock | None = None,
     ) -> None:
         super().__init__(now)
-        pg = _import_psycopg()
-        self._pg = pg
-        self._lock = threading.Lock()
-        self._closed = False
-        self._dsn: str | None = None
-        self._conn: psycopg.Connection[Any] | None = None
-        self._pool: ConnectionPoolLike | None = None
-        if isinstance(source, str):
-            self._dsn = source
-            self._conn = pg.connect(source, autocommit=True)
-        elif isinstance(source, pg.Connection):
-            if source.closed:
-                raise ValueError("the connection given to PostgresToolEffectStore is closed")
-            if not source.autocommit:
-                raise ValueError(
-                    "PostgresToolEffectStore needs a connection in autocommit mode, so that "
-                    "each write is committed on its own (psycopg.connect(..., autocommit=True))"
-                )
-            self._conn = source
-        elif callable(getattr(source, "connection", None)):
-            self._pool = cast("ConnectionPoolLike", source)
-        else:
-            raise TypeError(
-                "PostgresToolEffectStore takes a connection string, a psycopg.Connection or a "
-                f"connection pool, got {type(source).__name__}"
-            )
+        self._db = PostgresConnections(source, "PostgresToolEffectStore")
         try:
             self._create_schema()
         except BaseException:
@@ -205,33 +161,13 @@ class PostgresToolEffectStore(BaseToolEffectStore):
 
     # connection ----------------------------------------------------------------------------
 
-    @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
-        """A connection for one attempt; what it wrote is committed when the block ends."""
-        if self._pool is not None:
-            if self._closed:
-                raise RuntimeError("the effect store is closed")
-            # A pooled connection may not be in autocommit mode: then the attempt is one
-            # transaction, committed before the connection goes back to the pool.
-            with (
-                self._pool.connection() as conn,
-                conn.transaction() if not conn.autocommit else nullcontext(),
-            ):
-                yield conn
-            return
-        with self._lock:
-            if self._closed or self._conn is None:
-                raise RuntimeError("the effect store is closed")
-            if self._dsn is not None and (self._conn.closed or self._conn.broken):
-                # The connection was lost during an earlier call, which failed. Opening a new
-                # one before this call's first statement is safe.
-                self._conn.close()
-                self._conn = self._pg.connect(self._dsn, autocommit=True)
-            yield self._conn
+    def _connection(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        """A connection for one operation; what it wrote is committed when the block ends."""
+        return self._db.connection()
 
     def _create_schema(self) -> None:
         with self._connection() as conn, conn.transaction():
-            conn.execute(_SCHEMA_LOCK_SQL)
+            conn.execute(SCHEMA_LOCK_SQL)
             schema, present = _one(conn.execute(_TABLES_PRESENT_SQL).fetchone())
             if schema is None:
                 raise RuntimeError(
@@ -260,12 +196,7 @@ class PostgresToolEffectStore(BaseToolEffectStore):
 
     def close(self) -> None:
         """Close the connection the store opened; a borrowed connection or pool stays open."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            if self._dsn is not None and self._conn is not None:
-                self._conn.close()
+        self._db.close()
 
     def __enter__(self) -> PostgresToolEffectStore:
         return self
@@ -289,7 +220,7 @@ class PostgresToolEffectStore(BaseToolEffectStore):
                     value = self._attempt(conn, slot, step)
             except _LostRace:
                 continue
-            except self._pg.errors.SerializationFailure:
+            except self._db.psycopg.errors.SerializationFailure:
                 # Only a pooled connection at REPEATABLE READ or above gets here: the same lost
                 # race, reported by the server instead of by the row count.
                 continue

@@ -12,12 +12,11 @@ when a ledger is made, never by ``import prism_tools``.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import TYPE_CHECKING, Any, Final, Protocol, cast
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Final
 
 from prism_tools import _json
+from prism_tools._postgres import SCHEMA_LOCK_SQL, ConnectionPoolLike, PostgresConnections
 from prism_tools.ledger_sqlite import record_from_dict
 from prism_tools.types import ToolCallRecord
 
@@ -28,7 +27,6 @@ SCHEMA_VERSION: Final = 1
 
 # Every process that creates or checks the schema takes this transaction-scoped advisory lock
 # first, so two processes opening a fresh database at once do not race on CREATE TABLE.
-_SCHEMA_LOCK_SQL: Final = "SELECT pg_advisory_xact_lock(hashtext('prism_tools:schema'))"
 
 _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS prism_schema_version (version INTEGER NOT NULL)",
@@ -56,24 +54,6 @@ _TABLES_PRESENT_SQL: Final = (
 )
 
 
-class ConnectionPoolLike(Protocol):
-    """What the ledger needs of a pool, such as ``psycopg_pool.ConnectionPool``."""
-
-    def connection(
-        self, timeout: float | None = None
-    ) -> AbstractContextManager[psycopg.Connection[Any]]: ...
-
-
-def _import_psycopg() -> Any:
-    try:
-        import psycopg
-    except ImportError as err:
-        raise ImportError(
-            "PostgresRunLedger needs psycopg 3: pip install 'prism-tools[postgres]'"
-        ) from err
-    return psycopg
-
-
 class PostgresRunLedger:
     """Ledger rows in PostgreSQL, committed one by one, queryable by session, run and call.
 
@@ -87,65 +67,20 @@ class PostgresRunLedger:
     """
 
     def __init__(self, source: str | psycopg.Connection[Any] | ConnectionPoolLike, /) -> None:
-        pg = _import_psycopg()
-        self._lock = threading.Lock()
-        self._closed = False
-        self._dsn: str | None = None
-        self._conn: psycopg.Connection[Any] | None = None
-        self._pool: ConnectionPoolLike | None = None
-        if isinstance(source, str):
-            self._dsn = source
-            self._conn = pg.connect(source, autocommit=True)
-        elif isinstance(source, pg.Connection):
-            if source.closed:
-                raise ValueError("the connection given to PostgresRunLedger is closed")
-            if not source.autocommit:
-                raise ValueError(
-                    "PostgresRunLedger needs a connection in autocommit mode, so that each row "
-                    "is committed on its own (psycopg.connect(..., autocommit=True))"
-                )
-            self._conn = source
-        elif callable(getattr(source, "connection", None)):
-            self._pool = cast("ConnectionPoolLike", source)
-        else:
-            raise TypeError(
-                "PostgresRunLedger takes a connection string, a psycopg.Connection or a "
-                f"connection pool, got {type(source).__name__}"
-            )
+        self._db = PostgresConnections(source, "PostgresRunLedger")
         try:
             self._create_schema()
         except BaseException:
             self.close()
             raise
 
-    @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
-        """A connection for one operation, whose statements are committed when the block ends."""
-        if self._pool is not None:
-            if self._closed:
-                raise RuntimeError("the ledger is closed")
-            # A pooled connection may not be in autocommit mode: a transaction block commits
-            # before the connection goes back to the pool either way.
-            with (
-                self._pool.connection() as conn,
-                conn.transaction() if not conn.autocommit else nullcontext(),
-            ):
-                yield conn
-            return
-        with self._lock:
-            if self._closed or self._conn is None:
-                raise RuntimeError("the ledger is closed")
-            if self._dsn is not None and (self._conn.closed or self._conn.broken):
-                # The connection was lost after an earlier operation. Reconnecting before a
-                # statement is safe; a statement that failed mid-flight is never retried, since
-                # its row may or may not have been committed.
-                self._conn.close()
-                self._conn = _import_psycopg().connect(self._dsn, autocommit=True)
-            yield self._conn
+    def _connection(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        """A connection for one operation; what it wrote is committed when the block ends."""
+        return self._db.connection()
 
     def _create_schema(self) -> None:
         with self._connection() as conn, conn.transaction():
-            conn.execute(_SCHEMA_LOCK_SQL)
+            conn.execute(SCHEMA_LOCK_SQL)
             schema, present = _one(conn.execute(_TABLES_PRESENT_SQL).fetchone())
             if schema is None:
                 raise RuntimeError(
@@ -226,12 +161,7 @@ class PostgresRunLedger:
 
     def close(self) -> None:
         """Closes the connection the ledger opened; a borrowed connection or pool stays open."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            if self._dsn is not None and self._conn is not None:
-                self._conn.close()
+        self._db.close()
 
     def __enter__(self) -> PostgresRunLedger:
         return self

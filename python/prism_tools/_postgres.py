@@ -1,0 +1,117 @@
+"""Where the PostgreSQL-backed components (the ledger, the effect store) get their connections.
+
+A component takes a connection string (it opens and owns one connection, and opens a new one
+before its next operation if that one was lost), an open ``psycopg.Connection`` in autocommit
+mode (borrowed: closing the component leaves it open), or a pool with a ``connection()`` context
+manager such as ``psycopg_pool.ConnectionPool`` (borrowed too; each operation takes a connection
+from it). psycopg is imported only when a component is made, so ``import prism_tools`` never
+needs it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
+
+if TYPE_CHECKING:
+    import psycopg
+
+
+SCHEMA_LOCK_SQL: Final = "SELECT pg_advisory_xact_lock(hashtext('prism_tools:schema'))"
+"""Taken while a component creates or checks its tables, so workers starting together queue."""
+
+
+class ConnectionPoolLike(Protocol):
+    """What a component needs of a pool, such as ``psycopg_pool.ConnectionPool``."""
+
+    def connection(
+        self, timeout: float | None = None
+    ) -> AbstractContextManager[psycopg.Connection[Any]]: ...
+
+
+def import_psycopg(component: str) -> Any:
+    try:
+        import psycopg
+    except ImportError as err:
+        raise ImportError(
+            f"{component} needs psycopg 3: pip install 'prism-tools[postgres]'"
+        ) from err
+    return psycopg
+
+
+class PostgresConnections:
+    """One component's connections: owned (from a DSN), borrowed, or pooled."""
+
+    def __init__(self, source: Any, component: str) -> None:
+        pg = import_psycopg(component)
+        self._pg = pg
+        self._component = component
+        self._lock = threading.Lock()
+        self._closed = False
+        self._dsn: str | None = None
+        self._conn: psycopg.Connection[Any] | None = None
+        self._pool: ConnectionPoolLike | None = None
+        if isinstance(source, str):
+            self._dsn = source
+            self._conn = pg.connect(source, autocommit=True)
+        elif isinstance(source, pg.Connection):
+            if source.closed:
+                raise ValueError(f"the connection given to {component} is closed")
+            if not source.autocommit:
+                raise ValueError(
+                    f"{component} needs a connection in autocommit mode, so that each write is "
+                    "committed on its own (psycopg.connect(..., autocommit=True))"
+                )
+            self._conn = source
+        elif callable(getattr(source, "connection", None)):
+            self._pool = cast("ConnectionPoolLike", source)
+        else:
+            raise TypeError(
+                f"{component} takes a connection string, a psycopg.Connection or a "
+                f"connection pool, got {type(source).__name__}"
+            )
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A connection for one operation; what it wrote is committed when the block ends."""
+        if self._pool is not None:
+            if self._closed:
+                raise RuntimeError(f"the {self._component} is closed")
+            # A pooled connection may not be in autocommit mode: then the operation is one
+            # transaction, committed before the connection goes back to the pool.
+            with (
+                self._pool.connection() as conn,
+                conn.transaction() if not conn.autocommit else nullcontext(),
+            ):
+                yield conn
+            return
+        with self._lock:
+            if self._closed or self._conn is None:
+                raise RuntimeError(f"the {self._component} is closed")
+            if self._dsn is not None and (self._conn.closed or self._conn.broken):
+                # The connection was lost during an earlier operation, which failed. Opening a
+                # new one before this operation's first statement is safe; a statement that
+                # failed mid-flight is never retried, since its write may or may not be in.
+                self._conn.close()
+                self._conn = self._pg.connect(self._dsn, autocommit=True)
+            yield self._conn
+
+    @property
+    def psycopg(self) -> Any:
+        """The psycopg module (for its error classes)."""
+        return self._pg
+
+    def close(self) -> None:
+        """Closes the connection this component opened; a borrowed connection or pool stays
+        open."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._dsn is not None and self._conn is not None:
+                self._conn.close()
+
+
+__all__ = ["SCHEMA_LOCK_SQL", "ConnectionPoolLike", "PostgresConnections", "import_psycopg"]
