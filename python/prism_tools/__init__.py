@@ -17,6 +17,7 @@ except ImportError as err:  # pragma: no cover - depends on the installed wheel
 
 from prism_tools._core import ToolFilter
 from prism_tools.agent import (
+    APPROVAL_REQUIRED,
     Agent,
     AgentRunError,
     LoopOptions,
@@ -28,7 +29,13 @@ from prism_tools.agent import (
     SkillError,
     create_agent,
 )
+from prism_tools.approval import APPROVAL_REJECTED, ApprovalError, Decision, PendingDecision
 from prism_tools.artifacts import ArtifactCheck, ArtifactFailed, ArtifactIssue
+from prism_tools.checkpoints import (
+    CheckpointStore,
+    InMemoryCheckpointStore,
+    SqliteCheckpointStore,
+)
 from prism_tools.disclosure import (
     ToolActivationState,
     ToolDisclosure,
@@ -111,6 +118,7 @@ from prism_tools.registry import (
     filter_tools,
 )
 from prism_tools.search import SearchHit, ToolSearchIndex
+from prism_tools.secure import SecureAgent, create_secure_agent
 from prism_tools.types import (
     BLOCKED_REASONS,
     AgentEvent,
@@ -137,18 +145,23 @@ from prism_tools.validation import (
 __version__: str = _core.__version__
 
 __all__ = [
+    "APPROVAL_REJECTED",
+    "APPROVAL_REQUIRED",
     "ARGUMENTS_NOT_OBJECT",
     "BLOCKED_REASONS",
     "Agent",
     "AgentEvent",
     "AgentIdentity",
     "AgentRunError",
+    "ApprovalError",
     "ArgumentIssue",
     "ArgumentsError",
     "ArtifactCheck",
     "ArtifactFailed",
     "ArtifactIssue",
+    "CheckpointStore",
     "ContributionRegistries",
+    "Decision",
     "DuplicateToolError",
     "ErrorInfo",
     "FunctionGuardrail",
@@ -160,6 +173,7 @@ __all__ = [
     "GuardrailTripwire",
     "Guardrails",
     "IdentityError",
+    "InMemoryCheckpointStore",
     "InMemoryRunLedger",
     "InMemoryToolEffectStore",
     "JSONValue",
@@ -170,6 +184,7 @@ __all__ = [
     "MiddlewareError",
     "MiddlewareRegistry",
     "Ownership",
+    "PendingDecision",
     "PermissionDecision",
     "PermissionDeniedError",
     "PermissionPolicy",
@@ -192,10 +207,12 @@ __all__ = [
     "ScriptedProvider",
     "SearchHit",
     "SecretRedactor",
+    "SecureAgent",
     "Session",
     "SessionBusyError",
     "Skill",
     "SkillError",
+    "SqliteCheckpointStore",
     "SqliteRunLedger",
     "SqliteToolEffectStore",
     "ToolActivationState",
@@ -231,6 +248,7 @@ __all__ = [
     "create_middleware_registry",
     "create_search_tools_tool",
     "create_secret_redactor",
+    "create_secure_agent",
     "create_static_permission_policy",
     "create_static_trust_policy",
     "create_tool_parameter_validator",

@@ -21,6 +21,16 @@ from typing import Any, Final, Literal
 
 from prism_tools import _json
 from prism_tools._frozen import builder
+from prism_tools.approval import (
+    APPROVAL_REJECTED,
+    ApprovalError,
+    Decision,
+    PendingDecision,
+    StickyRule,
+    Suspension,
+    call_arguments_hash,
+    match_decisions,
+)
 from prism_tools.artifacts import (
     NO_VALIDATED_ARTIFACT,
     TOOL_ROUND_LIMIT,
@@ -35,6 +45,7 @@ from prism_tools.artifacts import (
     parse_candidate,
     repair_messages,
 )
+from prism_tools.checkpoints import CheckpointStore
 from prism_tools.disclosure import ToolActivationState
 from prism_tools.dispatch import ToolValidator, dispatch_tool_call, error_info
 from prism_tools.effects import ToolEffectStore
@@ -49,7 +60,14 @@ from prism_tools.guardrails import (
 )
 from prism_tools.identity import AgentIdentity, Ownership
 from prism_tools.ledger import RunLedger
-from prism_tools.limits import LimitsInput, RunLimits, RunLimitTracker, merge_limits, read_limits
+from prism_tools.limits import (
+    CEILINGS,
+    LimitsInput,
+    RunLimits,
+    RunLimitTracker,
+    merge_limits,
+    read_limits,
+)
 from prism_tools.messages import (
     Message,
     Provider,
@@ -96,7 +114,10 @@ UNKNOWN_TOOL_NAMES_SHOWN: Final = 32
 
 NOT_DISPATCHED: Final = "tool_call_not_dispatched"
 
-RunStatus = Literal["succeeded", "failed"]
+RunStatus = Literal["succeeded", "failed", "suspended"]
+
+APPROVAL_REQUIRED: Final = "approval_required"
+"""``finish_reason`` of a suspended run."""
 Subscriber = Callable[[AgentEvent], "Awaitable[None] | None"]
 BeforeToolRound = Callable[[Sequence[ToolCall]], "Awaitable[None] | None"]
 
@@ -223,6 +244,7 @@ class RunResult:
     limit: Mapping[str, JSONValue] | None = None
     error: ErrorInfo | None = None
     artifact: Any = None
+    pending: tuple[PendingDecision, ...] = ()
 
 
 def _merge_guardrails(agent: Guardrails | None, run: Guardrails | None) -> Guardrails | None:
@@ -270,6 +292,8 @@ class Agent:
         tools_search: Mapping[str, Any] | None = None,
         allow_hidden_tool_calls: bool = False,
         effect_store: ToolEffectStore | None = None,
+        interrupt_before_tool: bool = False,
+        checkpoints: CheckpointStore | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ValueError("model must be a non-empty string")
@@ -312,6 +336,19 @@ class Agent:
         self.tools_search = tools_search
         self.allow_hidden_tool_calls = bool(allow_hidden_tool_calls)
         self.effect_store = effect_store
+        self.interrupt_before_tool = bool(interrupt_before_tool)
+        if checkpoints is not None and not isinstance(checkpoints, CheckpointStore):
+            raise TypeError("checkpoints must have save, load and delete methods")
+        self.checkpoints = checkpoints
+
+    def check_run_options(
+        self,
+        *,
+        validate: ToolValidator | None,
+        effect_store: ToolEffectStore | None,
+        interrupt_before_tool: bool | None,
+    ) -> None:
+        """Refuses per-run options this agent does not allow (a secure agent refuses some)."""
 
     def registered_tools(self) -> list[ToolDefinition]:
         """The agent's tools as they are registered now."""
@@ -335,6 +372,18 @@ class Agent:
         if state is not None:
             session.restore(state)
         return session
+
+    def resume_session(
+        self, session_id: str, *, metadata: Mapping[str, JSONValue] | None = None
+    ) -> Session:
+        """The session ``checkpoints`` holds for ``session_id``, ready for ``session.resume``.
+        Raises ``ApprovalError`` when the store has no state for it."""
+        if self.checkpoints is None:
+            raise TypeError("resume_session needs an agent built with checkpoints=")
+        state = self.checkpoints.load(session_id)
+        if state is None:
+            raise ApprovalError(f"No checkpoint for session {session_id!r}")
+        return self.session(session_id, metadata=metadata, state=state)
 
 
 def create_agent(
@@ -361,8 +410,14 @@ def create_agent(
     tools_search: Mapping[str, Any] | None = None,
     allow_hidden_tool_calls: bool = False,
     effect_store: ToolEffectStore | None = None,
+    interrupt_before_tool: bool = False,
+    checkpoints: CheckpointStore | None = None,
 ) -> Agent:
-    """An agent: a model behind a provider, its tools, and the checks every call passes."""
+    """An agent: a model behind a provider, its tools, and the checks every call passes.
+
+    ``interrupt_before_tool=True`` suspends every tool round for approval (see
+    ``Session.resume``); ``checkpoints`` keeps suspended sessions (see ``Agent.resume_session``).
+    """
     return Agent(
         model=model,
         provider=provider,
@@ -386,6 +441,8 @@ def create_agent(
         tools_search=tools_search,
         allow_hidden_tool_calls=allow_hidden_tool_calls,
         effect_store=effect_store,
+        interrupt_before_tool=interrupt_before_tool,
+        checkpoints=checkpoints,
     )
 
 
@@ -405,6 +462,8 @@ class Session:
         self.activation = ToolActivationState()
         # The last run's explicit grant; a later run without ``tool_names`` resumes within it.
         self.grant: tuple[str, ...] | None = None
+        # Set while a run waits for tool approvals (see ``resume``).
+        self.suspension: Suspension | None = None
         self._subscribers: list[Subscriber] = []
         self._active = False
 
@@ -418,6 +477,8 @@ class Session:
             "grant": None if self.grant is None else list(self.grant),
             "activated": list(self.activation.names),
         }
+        if self.suspension is not None:
+            state["suspension"] = self.suspension.to_dict()
         # Tool values may be anything (dates, sets, bytes): store what JSON can hold of them.
         plain: dict[str, JSONValue] = _json.loads(_json.dumps_lenient(state))
         return plain
@@ -442,7 +503,10 @@ class Session:
             isinstance(name, str) and name for name in activated
         ):
             raise ValueError("session state 'activated' must be a list of tool names")
+        raw_suspension = data.get("suspension")
+        suspension = None if raw_suspension is None else Suspension.from_dict(raw_suspension)
         self.messages = restored
+        self.suspension = suspension
         self.grant = grant
         self.activation = ToolActivationState(activated)
 
@@ -479,16 +543,28 @@ class Session:
         tools_search: Mapping[str, Any] | None = None,
         allow_hidden_tool_calls: bool | None = None,
         effect_store: ToolEffectStore | None = None,
+        interrupt_before_tool: bool | None = None,
     ) -> RunResult:
         """Runs the loop until the model answers without tool calls or a limit stops it.
 
         Raises ``AgentRunError`` (with ``.result`` and the original error as ``__cause__``) when
-        the run fails; the transcript keeps what happened up to the failure.
+        the run fails; the transcript keeps what happened up to the failure. With
+        ``interrupt_before_tool`` (here or on the agent) a tool round suspends the run instead:
+        ``status="suspended"``, ``pending`` set, nothing run; continue with :meth:`resume`.
         """
         if isinstance(tool_names, str):
             raise TypeError("tool_names must be a collection of tool names, not a single string")
+        self.agent.check_run_options(
+            validate=validate,
+            effect_store=effect_store,
+            interrupt_before_tool=interrupt_before_tool,
+        )
         if self._active:
             raise SessionBusyError("Agent session already has an active run")
+        if self.suspension is not None:
+            raise ApprovalError(
+                "Session has pending tool approvals; answer them with session.resume() first"
+            )
         self._active = True
         try:
             run = _Run(
@@ -508,10 +584,108 @@ class Session:
                     search=tools_search,
                     allow_hidden=allow_hidden_tool_calls,
                 ),
+                interrupt=(
+                    self.agent.interrupt_before_tool
+                    if interrupt_before_tool is None
+                    else bool(interrupt_before_tool)
+                ),
             )
             return await run.execute()
         finally:
             self._active = False
+
+    @property
+    def pending(self) -> tuple[PendingDecision, ...]:
+        """The tool calls waiting for approval (empty unless a run is suspended)."""
+        return () if self.suspension is None else self.suspension.pending
+
+    async def resume(
+        self,
+        decisions: Mapping[str, Decision | str | Mapping[str, Any]],
+        *,
+        validate: ToolValidator | None = None,
+        limits: LimitsInput = None,
+        loop: LoopOptions | Mapping[str, Any] | None = None,
+        guardrails: Guardrails | None = None,
+        metadata: Mapping[str, JSONValue] | None = None,
+        signal: asyncio.Event | None = None,
+        tool_narrowing: Narrowing | None = None,
+        tools_disclosure: ToolsDisclosure | None = None,
+        tools_search: Mapping[str, Any] | None = None,
+        allow_hidden_tool_calls: bool | None = None,
+        effect_store: ToolEffectStore | None = None,
+    ) -> RunResult:
+        """Answers a suspended run's pending calls and continues it.
+
+        ``decisions`` maps each pending approval id (or tool call id) to a :class:`Decision`
+        (or just its action). Approved calls go through the whole dispatch path again (scope,
+        guardrails, permission, validation, effects); rejected ones get an
+        ``approval_rejected`` row and never run. Then the run goes on with the next provider
+        turn, and may suspend again. Unknown, repeated or missing decisions raise
+        ``ApprovalError`` before anything runs. The run keeps its id, grant (shrunk to the
+        tools registered now), counters and limits (``limits`` can only narrow them); objects
+        that JSON cannot hold (``validate``, ``guardrails``, ``loop``, ``effect_store``, the
+        scoping hooks) are the agent's unless given again here.
+        """
+        suspension = self.suspension
+        if suspension is None:
+            raise ApprovalError("Session has no pending tool approvals to resume")
+        self.agent.check_run_options(
+            validate=validate, effect_store=effect_store, interrupt_before_tool=None
+        )
+        if self._active:
+            raise SessionBusyError("Agent session already has an active run")
+        chosen = match_decisions(suspension.pending, decisions)
+        calls = self._suspended_calls(suspension)
+        run_loop = read_loop(loop) if loop is not None else self.agent.loop
+        if run_loop.strategy != "single-shot":
+            raise TypeError("resume continues single-shot runs only")
+        self._active = True
+        try:
+            run = _Run(
+                self,
+                (),
+                validate=validate,
+                limits=merge_limits(RunLimits(**suspension.limits), limits),
+                loop=run_loop,
+                guardrails=_merge_guardrails(self.agent.guardrails, guardrails),
+                metadata={**suspension.metadata, **(metadata or {})},
+                signal=signal,
+                effect_store=effect_store,
+                scope=_ScopeOptions(
+                    narrowing=tool_narrowing,
+                    disclosure=tools_disclosure,
+                    search=tools_search,
+                    allow_hidden=allow_hidden_tool_calls,
+                ),
+                interrupt=True,
+                resume=_Resume(suspension, calls, chosen),
+            )
+            # The approvals are consumed from here on: a crash during the round leaves the
+            # calls unanswered in the stored state, never ready to run a second time.
+            self.suspension = None
+            if self.agent.checkpoints is not None:
+                self.agent.checkpoints.save(self.id, self.state)
+            return await run.execute()
+        finally:
+            self._active = False
+
+    def _suspended_calls(self, suspension: Suspension) -> tuple[ToolCall, ...]:
+        """The suspended round's calls, from the transcript, in call order."""
+        answered = {message.tool_call_id for message in self.messages if message.role == "tool"}
+        found: dict[str, ToolCall] = {}
+        for message in self.messages:
+            for call in message.tool_calls:
+                found[call.id] = call
+        calls: list[ToolCall] = []
+        for call_id in suspension.call_ids:
+            stored = found.get(call_id)
+            if stored is None or call_id in answered:
+                raise ApprovalError(
+                    f"Suspended tool call {call_id!r} is not pending in the transcript"
+                )
+            calls.append(stored)
+        return tuple(calls)
 
     async def _emit(self, event: AgentEvent) -> None:
         for subscriber in tuple(self._subscribers):
@@ -534,6 +708,15 @@ class _ScopeOptions:
     allow_hidden: bool | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class _Resume:
+    """A suspended run being continued: its record, its round's calls, the decisions by call."""
+
+    suspension: Suspension
+    calls: tuple[ToolCall, ...]
+    decisions: Mapping[str, Decision]
+
+
 class _Run:
     """The state of one run; discarded when it ends."""
 
@@ -550,8 +733,21 @@ class _Run:
         signal: asyncio.Event | None,
         scope: _ScopeOptions,
         effect_store: ToolEffectStore | None = None,
+        interrupt: bool = False,
+        resume: _Resume | None = None,
     ) -> None:
         agent = session.agent
+        if interrupt and loop.strategy != "single-shot" and loop.tool_calls == "bounded":
+            raise TypeError(
+                "interrupt_before_tool works with the single-shot loop and with "
+                "generate-validate-revise without tool calls"
+            )
+        self.interrupt = interrupt
+        self.resume = resume
+        self.sticky: dict[str, StickyRule] = (
+            dict(resume.suspension.sticky) if resume is not None else {}
+        )
+        self.pending: tuple[PendingDecision, ...] = ()
         self.effect_store = effect_store if effect_store is not None else agent.effect_store
         self.session = session
         self.agent = agent
@@ -560,7 +756,9 @@ class _Run:
         self.loop = loop
         self.guardrails = guardrails
         self.signal = signal
-        self.id = f"run_{uuid.uuid4().hex}"
+        self.id = resume.suspension.run_id if resume is not None else f"run_{uuid.uuid4().hex}"
+        # JSON metadata given to this run, kept for a resume in another process.
+        self.run_metadata: dict[str, JSONValue] = dict(metadata or {})
         self.metadata: dict[str, JSONValue] = {**agent.metadata, **session.metadata}
         if metadata:
             self.metadata.update(metadata)
@@ -613,15 +811,22 @@ class _Run:
             async with deadline:
                 self.scope = self.build_scope()
                 self.check_skills()
-                if self.scope_options.tool_names is not None:
-                    self.session.grant = self.scope.grant_names
-                await self.guard("input", list(self.input))
-                self.answer_unanswered_calls()
-                self.session.messages.extend(self.input)
-                if self.loop.strategy == "generate-validate-revise":
-                    finish_reason = await self.generate_validate_revise()
+                if self.resume is not None:
+                    finish_reason = await self.single_shot(await self.resume_round())
                 else:
-                    finish_reason = await self.single_shot()
+                    if self.scope_options.tool_names is not None:
+                        self.session.grant = self.scope.grant_names
+                    await self.guard("input", list(self.input))
+                    self.answer_unanswered_calls()
+                    self.session.messages.extend(self.input)
+                    if self.loop.strategy == "generate-validate-revise":
+                        finish_reason = await self.generate_validate_revise()
+                    else:
+                        finish_reason = await self.single_shot()
+                if self.pending:
+                    return await self.suspended()
+                if self.resume is not None and self.agent.checkpoints is not None:
+                    self.agent.checkpoints.delete(self.session.id)
         except TimeoutError as err:
             if not deadline.expired():
                 # A TimeoutError from the provider or a hook is an ordinary failure.
@@ -637,6 +842,8 @@ class _Run:
                     return await self.failed(breach)
             return await self.failed(err)
         except Exception as err:
+            if self.resume is not None and self.agent.checkpoints is not None:
+                self.agent.checkpoints.delete(self.session.id)
             return await self.failed(err)
         await self.flush_events()
         result = RunResult(
@@ -650,6 +857,26 @@ class _Run:
             artifact=self.artifact,
         )
         await self.emit("agent_finished", status="succeeded", finish_reason=finish_reason)
+        return result
+
+    async def suspended(self) -> RunResult:
+        """Ends the run waiting for approvals: the session holds them (and the checkpoint store,
+        when the agent has one)."""
+        if self.agent.checkpoints is not None:
+            self.agent.checkpoints.save(self.session.id, self.session.state)
+        await self.flush_events()
+        await self.emit("run_suspended", pending=[item.to_dict() for item in self.pending])
+        result = RunResult(
+            status="suspended",
+            output_text=self.output_text(),
+            messages=tuple(self.session.messages),
+            finish_reason=APPROVAL_REQUIRED,
+            usage=self.usage,
+            turns=tuple(self.turn_records),
+            run_id=self.id,
+            pending=self.pending,
+        )
+        await self.emit("agent_finished", status="suspended", finish_reason=APPROVAL_REQUIRED)
         return result
 
     async def failed(self, err: BaseException) -> RunResult:
@@ -682,7 +909,12 @@ class _Run:
     def build_scope(self) -> RunScope:
         options = self.scope_options
         agent = self.agent
-        if options.tool_names is not None:
+        if self.resume is not None:
+            # The suspended run's grant, shrunk to what is registered now; never wider.
+            stored = self.resume.suspension
+            grant = resolve_grant(self.registered, stored.grant, strict=False)
+            everything = stored.granted_everything and len(grant) == len(self.registered)
+        elif options.tool_names is not None:
             grant = resolve_grant(self.registered, options.tool_names, strict=True)
             everything = False
         elif self.session.grant is not None:
@@ -796,7 +1028,7 @@ class _Run:
         self.turns += 1
         turn = self.turns
         await self.emit("turn_started", turn=turn)
-        turn_tools = await self.scope.for_turn(turn, self.session.messages, self.turn_query())
+        turn_tools = await self.select_turn_tools(turn)
         if turn_tools.clamped:
             await self.emit("tool_narrowing_clamped", turn=turn, dropped=list(turn_tools.clamped))
         plan = turn_tools.disclosure
@@ -805,10 +1037,6 @@ class _Run:
                 "tools_disclosure_fallback", turn=turn, reason=plan.fallback, detail=plan.detail
             )
         tools = turn_tools.sent
-        if plan is not None and plan.fallback is None:
-            # The generated search_tools joins this run's snapshot so dispatch can find it.
-            self.registry.register(tools[-1])
-        self.turn_tools = turn_tools
         names = [tool.name for tool in tools]
         tools_meta = tools_metadata(names)
         request = ProviderRequest(
@@ -847,8 +1075,17 @@ class _Run:
         self.tracker.check_wall_time()
         return response
 
-    async def single_shot(self) -> str | None:
-        rounds = 0
+    async def select_turn_tools(self, turn: int) -> TurnTools:
+        """The tools a turn sends and accepts (a resumed round selects them again)."""
+        turn_tools = await self.scope.for_turn(turn, self.session.messages, self.turn_query())
+        plan = turn_tools.disclosure
+        if plan is not None and plan.fallback is None:
+            # The generated search_tools joins this run's snapshot so dispatch can find it.
+            self.registry.register(turn_tools.sent[-1])
+        self.turn_tools = turn_tools
+        return turn_tools
+
+    async def single_shot(self, rounds: int = 0) -> str | None:
         while True:
             response = await self.provider_turn()
             calls = response.tool_calls
@@ -857,8 +1094,99 @@ class _Run:
             if rounds >= self.tracker.limits.max_tool_rounds:
                 return "turn_limit"
             rounds += 1
-            await self.dispatch_round(calls)
+            if not self.interrupt:
+                await self.dispatch_round(calls)
+            else:
+                answered = self.sticky_answers(calls)
+                gated = [
+                    call
+                    for call in calls
+                    if call.id not in answered and call.name not in self.sticky
+                ]
+                if gated:
+                    self.suspend(calls, gated, rounds)
+                    return APPROVAL_REQUIRED
+                await self.dispatch_round(calls, answered)
             await self.flush_events()
+
+    # -- approval ---------------------------------------------------------------------------------
+
+    def sticky_answers(self, calls: Sequence[ToolCall]) -> dict[str, ErrorInfo]:
+        """Rows for the calls a ``reject_for_run`` decision covers."""
+        answered: dict[str, ErrorInfo] = {}
+        for call in calls:
+            rule = self.sticky.get(call.name)
+            if rule is not None and rule.action == "reject_for_run":
+                message = rule.reason or "Rejected for this run"
+                answered[call.id] = ErrorInfo(message=message, code=APPROVAL_REJECTED)
+        return answered
+
+    def suspend(self, calls: Sequence[ToolCall], gated: Sequence[ToolCall], rounds: int) -> None:
+        """Records the round as waiting: nothing of it has run."""
+        self.pending = tuple(
+            PendingDecision(
+                f"approval_{uuid.uuid4().hex}",
+                call.id,
+                call.name,
+                call_arguments_hash(call.arguments),
+            )
+            for call in gated
+        )
+        self.session.suspension = Suspension(
+            run_id=self.id,
+            call_ids=tuple(call.id for call in calls),
+            pending=self.pending,
+            grant=self.scope.grant_names,
+            granted_everything=self.scope.granted_everything,
+            rounds=rounds,
+            turns=self.turns,
+            limits=read_limits(self.tracker.limits),
+            counts={name: self.tracker.count(name) for name in CEILINGS},
+            sticky=dict(self.sticky),
+            metadata=self.run_metadata,
+        )
+
+    async def resume_round(self) -> int:
+        """Answers the suspended round as decided, dispatching the approved calls; returns the
+        run's tool-round count."""
+        assert self.resume is not None
+        stored = self.resume.suspension
+        for name, count in stored.counts.items():
+            for _ in range(count):
+                self.tracker.charge(name)
+        self.turns = stored.turns
+        await self.emit(
+            "run_resumed",
+            decisions={
+                item.approval_id: self.resume.decisions[item.tool_call_id].action
+                for item in stored.pending
+            },
+        )
+        calls: list[ToolCall] = []
+        answered = self.sticky_answers(self.resume.calls)
+        later: dict[str, StickyRule] = {}
+        for call in self.resume.calls:
+            decision = self.resume.decisions.get(call.id)
+            if decision is None:
+                calls.append(call)  # a sticky rule covered it when the run suspended
+                continue
+            if decision.approves:
+                if decision.arguments is not None:
+                    call = ToolCall(call.id, call.name, decision.arguments)
+                answered.pop(call.id, None)
+            else:
+                answered[call.id] = ErrorInfo(
+                    message=decision.rejection_message(), code=APPROVAL_REJECTED
+                )
+            if decision.action in ("allow_for_run", "reject_for_run"):
+                later[call.name] = StickyRule(decision.action, decision.reason)
+            calls.append(call)
+        # Sticky decisions cover later rounds; this round's calls each had their own.
+        self.sticky.update(later)
+        await self.select_turn_tools(self.turns)
+        await self.dispatch_round(calls, answered)
+        await self.flush_events()
+        return stored.rounds
 
     async def generate_validate_revise(self) -> str | None:
         """Candidates until one validates, revising at most ``max_revisions`` times; bounded
@@ -961,7 +1289,17 @@ class _Run:
         )
         return await dispatch_tool_call(call, self.registry, context, *options)
 
-    async def dispatch_round(self, calls: Sequence[ToolCall]) -> None:
+    async def dispatch_round(
+        self, calls: Sequence[ToolCall], answered: Mapping[str, ErrorInfo] | None = None
+    ) -> None:
+        """Dispatches ``calls`` (except those ``answered`` already has an error row for) and
+        appends one row per call, in call order."""
+        answered = answered or {}
+        if answered:
+            runnable = [call for call in calls if call.id not in answered]
+            if not runnable:
+                self.append_rows(calls, [None] * len(calls), {}, answered)
+                return
         exclusive = any(
             (tool := self.registry.get(call.name)) is not None and tool.exclusive for call in calls
         )
@@ -980,6 +1318,8 @@ class _Run:
             while not stopped() and claimed < len(calls):
                 index = claimed
                 claimed += 1
+                if calls[index].id in answered:
+                    continue
                 try:
                     results[index] = await self.dispatch_one(calls[index], options)
                 except BaseException as err:  # settle, then re-raise after the rows are written
@@ -991,7 +1331,7 @@ class _Run:
         try:
             hook = self.loop.before_tool_round
             if hook is not None:
-                outcome = hook(calls)
+                outcome = hook([call for call in calls if call.id not in answered])
                 if inspect.isawaitable(outcome):
                     await outcome
             if workers == 1:
@@ -1001,7 +1341,7 @@ class _Run:
         finally:
             # Whatever stopped the round (a failure, the signal, the wall-time limit), every
             # call gets exactly one row, in call order.
-            self.append_rows(calls, results, failures)
+            self.append_rows(calls, results, failures, answered)
         if failure_order:
             raise failures[failure_order[0]]
         self.check_signal()
@@ -1011,11 +1351,14 @@ class _Run:
         calls: Sequence[ToolCall],
         results: Sequence[ToolResult | None],
         failures: Mapping[int, BaseException],
+        answered: Mapping[str, ErrorInfo] | None = None,
     ) -> None:
         for index, call in enumerate(calls):
             result = results[index]
             failure = failures.get(index)
-            if result is not None:
+            if answered and call.id in answered:
+                row = tool_message(call, None, answered[call.id])
+            elif result is not None:
                 row = self.tool_row(call, result)
             elif isinstance(failure, asyncio.CancelledError):
                 row = tool_message(
@@ -1050,6 +1393,7 @@ class _Run:
 
 
 __all__ = [
+    "APPROVAL_REQUIRED",
     "NOT_DISPATCHED",
     "UNKNOWN_TOOL_NAMES_SHOWN",
     "Agent",

@@ -1,0 +1,116 @@
+"""Where suspended sessions wait for their approvals: a ``CheckpointStore`` keeps one session
+state (the JSON of ``session.state``) per session id.
+
+``create_agent(..., checkpoints=store)`` saves a session when a run suspends and again when a
+resume consumes its approvals, and deletes it when that resumed run ends;
+``agent.resume_session(session_id)`` loads it. See ``docs/runtime.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Mapping
+from os import PathLike
+from typing import Any, Protocol, runtime_checkable
+
+from prism_tools.types import JSONValue
+
+
+@runtime_checkable
+class CheckpointStore(Protocol):
+    """Session states by session id. ``save`` replaces, ``load`` returns ``None`` for an unknown
+    id, ``delete`` of an unknown id does nothing."""
+
+    def save(self, session_id: str, state: Mapping[str, JSONValue]) -> None: ...
+
+    def load(self, session_id: str) -> dict[str, JSONValue] | None: ...
+
+    def delete(self, session_id: str) -> None: ...
+
+
+def _check_id(session_id: str) -> None:
+    if not isinstance(session_id, str) or not session_id:
+        raise ValueError("session_id must be a non-empty string")
+
+
+class InMemoryCheckpointStore:
+    """A process-local store (states are copied through JSON, so later changes to a saved
+    mapping do not reach the store)."""
+
+    def __init__(self) -> None:
+        self._states: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def save(self, session_id: str, state: Mapping[str, JSONValue]) -> None:
+        _check_id(session_id)
+        text = json.dumps(dict(state))
+        with self._lock:
+            self._states[session_id] = text
+
+    def load(self, session_id: str) -> dict[str, JSONValue] | None:
+        _check_id(session_id)
+        with self._lock:
+            text = self._states.get(session_id)
+        return None if text is None else _loads(text)
+
+    def delete(self, session_id: str) -> None:
+        _check_id(session_id)
+        with self._lock:
+            self._states.pop(session_id, None)
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+
+class SqliteCheckpointStore:
+    """One SQLite table ``prism_checkpoints(session_id PRIMARY KEY, state TEXT, updated_at)``;
+    every ``save`` and ``delete`` is its own committed transaction."""
+
+    def __init__(self, path: str | PathLike[str]) -> None:
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS prism_checkpoints ("
+            "session_id TEXT PRIMARY KEY, state TEXT NOT NULL, "
+            "updated_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)"
+        )
+
+    def save(self, session_id: str, state: Mapping[str, JSONValue]) -> None:
+        _check_id(session_id)
+        text = json.dumps(dict(state))
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO prism_checkpoints (session_id, state) VALUES (?, ?) "
+                "ON CONFLICT(session_id) DO UPDATE SET state = excluded.state, "
+                "updated_at = CURRENT_TIMESTAMP",
+                (session_id, text),
+            )
+
+    def load(self, session_id: str) -> dict[str, JSONValue] | None:
+        _check_id(session_id)
+        with self._lock:
+            row = self._db.execute(
+                "SELECT state FROM prism_checkpoints WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        return None if row is None else _loads(row[0])
+
+    def delete(self, session_id: str) -> None:
+        _check_id(session_id)
+        with self._lock:
+            self._db.execute("DELETE FROM prism_checkpoints WHERE session_id = ?", (session_id,))
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def _loads(text: str) -> dict[str, JSONValue]:
+    value: Any = json.loads(text)
+    if not isinstance(value, dict):
+        raise ValueError("a stored checkpoint is not a JSON object")
+    return value
+
+
+__all__ = ["CheckpointStore", "InMemoryCheckpointStore", "SqliteCheckpointStore"]

@@ -1,0 +1,669 @@
+"""Approval of tool rounds: suspension before side effects, decisions, resume (in the same or a
+fresh process, through plain JSON state), sticky decisions, and the checkpoint stores."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.support import EventLog
+
+from prism_tools import ToolCall, ToolDefinition, ToolExecutionContext, create_tool_registry
+from prism_tools.agent import APPROVAL_REQUIRED, AgentRunError, Session, create_agent
+from prism_tools.approval import (
+    APPROVAL_REJECTED,
+    MAX_REASON_CHARS,
+    ApprovalError,
+    Decision,
+    PendingDecision,
+)
+from prism_tools.checkpoints import (
+    CheckpointStore,
+    InMemoryCheckpointStore,
+    SqliteCheckpointStore,
+)
+from prism_tools.effects import arguments_hash
+from prism_tools.messages import Message, ProviderResponse
+from prism_tools.policies import create_static_permission_policy
+from prism_tools.providers import ScriptedProvider
+from prism_tools.validation import create_json_schema_tool_argument_validator
+
+MODEL = "test-model"
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"text": {"type": "string"}},
+    "required": ["text"],
+    "additionalProperties": False,
+}
+
+
+class Recorder:
+    """A tool body that records the arguments of every call it runs."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    async def __call__(self, args: dict[str, Any], context: ToolExecutionContext) -> Any:
+        self.calls.append((context.tool_call_id, args))
+        return {"echo": args}
+
+
+def answer(text: str = "done") -> ProviderResponse:
+    return ProviderResponse(text=text, finish_reason="stop")
+
+
+def calling(*calls: ToolCall) -> ProviderResponse:
+    return ProviderResponse(text="", tool_calls=calls, finish_reason="tool_calls")
+
+
+def call(call_id: str, name: str = "echo", text: str = "hi") -> ToolCall:
+    return ToolCall(id=call_id, name=name, arguments={"text": text})
+
+
+def tools_for(*recorders: tuple[str, Recorder]) -> list[ToolDefinition]:
+    return [
+        ToolDefinition(name=name, execute=recorder, parameters=SCHEMA)
+        for name, recorder in recorders
+    ]
+
+
+def make(
+    script: list[Any], *recorders: tuple[str, Recorder], **options: Any
+) -> tuple[Session, ScriptedProvider, EventLog]:
+    provider = ScriptedProvider(script)
+    options.setdefault("interrupt_before_tool", True)
+    agent = create_agent(model=MODEL, provider=provider, tools=tools_for(*recorders), **options)
+    session = agent.session()
+    log = EventLog()
+    session.subscribe(log)
+    return session, provider, log
+
+
+def tool_rows(messages: Sequence[Message]) -> list[Message]:
+    return [message for message in messages if message.role == "tool"]
+
+
+# --- suspension --------------------------------------------------------------------------------
+
+
+async def test_a_tool_round_suspends_before_any_tool_runs() -> None:
+    echo = Recorder()
+    session, provider, log = make(
+        [calling(call("c1"), call("c2", text="there")), answer()], ("echo", echo)
+    )
+
+    result = await session.run("hi")
+
+    assert echo.calls == []  # the tool did not run
+    assert result.status == "suspended"
+    assert result.finish_reason == APPROVAL_REQUIRED
+    assert [item.tool_call_id for item in result.pending] == ["c1", "c2"]
+    first = result.pending[0]
+    assert first.tool_name == "echo"
+    assert first.approval_id.startswith("approval_")
+    assert first.arguments_hash == arguments_hash({"text": "hi"})
+    assert len(first.arguments_hash) == 64
+    assert session.pending == result.pending
+    # The assistant message with its calls stays; no call has a row yet.
+    assert session.messages[-1].tool_calls == (call("c1"), call("c2", text="there"))
+    assert tool_rows(session.messages) == []
+    assert len(provider.requests) == 1
+    suspended = [event for event in log.events if event.type == "run_suspended"]
+    assert len(suspended) == 1
+    assert suspended[0].data is not None
+    assert suspended[0].data["pending"] == [item.to_dict() for item in result.pending]
+    assert log.types[-1] == "agent_finished"
+    state = json.loads(json.dumps(session.state))
+    assert [item["tool_call_id"] for item in state["suspension"]["pending"]] == ["c1", "c2"]
+
+
+async def test_approving_all_runs_the_round_in_call_order_and_continues() -> None:
+    echo = Recorder()
+    session, provider, log = make(
+        [calling(call("c1"), call("c2", text="there")), answer("all done")], ("echo", echo)
+    )
+    suspended = await session.run("hi")
+
+    result = await session.resume(
+        {item.approval_id: Decision("approve") for item in suspended.pending}
+    )
+
+    assert echo.calls == [("c1", {"text": "hi"}), ("c2", {"text": "there"})]
+    assert result.status == "succeeded"
+    assert result.output_text == "all done"
+    assert result.run_id == suspended.run_id
+    assert result.pending == ()
+    assert session.suspension is None
+    rows = tool_rows(session.messages)
+    assert [row.tool_call_id for row in rows] == ["c1", "c2"]
+    assert all(row.error is None for row in rows)
+    # The next provider turn saw the results.
+    assert len(provider.requests) == 2
+    assert [m.tool_call_id for m in provider.requests[1].messages if m.role == "tool"] == [
+        "c1",
+        "c2",
+    ]
+    resumed = [event for event in log.events if event.type == "run_resumed"]
+    assert len(resumed) == 1
+    assert resumed[0].data is not None
+    assert set(resumed[0].data["decisions"].values()) == {"approve"}
+
+
+async def test_decisions_may_be_keyed_by_tool_call_id_and_given_as_action_names() -> None:
+    echo = Recorder()
+    session, _, _ = make([calling(call("c1")), answer()], ("echo", echo))
+    await session.run("hi")
+
+    result = await session.resume({"c1": "approve"})
+
+    assert result.status == "succeeded"
+    assert echo.calls == [("c1", {"text": "hi"})]
+
+
+async def test_reject_once_answers_with_approval_rejected_and_never_runs() -> None:
+    echo = Recorder()
+    session, provider, _ = make([calling(call("c1"), call("c2")), answer("ok")], ("echo", echo))
+    suspended = await session.run("hi")
+    first, second = suspended.pending
+
+    result = await session.resume(
+        {
+            first.approval_id: Decision("reject_once"),
+            second.approval_id: Decision("reject_once", reason="Not today"),
+        }
+    )
+
+    assert echo.calls == []  # the tool did not run
+    assert result.status == "succeeded"
+    rows = tool_rows(session.messages)
+    assert [(row.error.code, row.error.message) for row in rows if row.error] == [
+        (APPROVAL_REJECTED, "Rejected"),
+        (APPROVAL_REJECTED, "Not today"),
+    ]
+    assert len(provider.requests) == 2
+
+
+async def test_a_mixed_round_runs_the_approved_call_only() -> None:
+    echo, wipe = Recorder(), Recorder()
+    session, _, _ = make(
+        [calling(call("c1"), call("c2", "wipe")), answer()], ("echo", echo), ("wipe", wipe)
+    )
+    await session.run("hi")
+
+    await session.resume({"c1": "approve", "c2": "reject_once"})
+
+    assert echo.calls == [("c1", {"text": "hi"})]
+    assert wipe.calls == []  # the rejected tool did not run
+    rows = tool_rows(session.messages)
+    assert [row.tool_call_id for row in rows] == ["c1", "c2"]
+    assert rows[0].error is None
+    assert rows[1].error is not None
+    assert rows[1].error.code == APPROVAL_REJECTED
+
+
+async def test_reject_for_run_answers_later_calls_of_that_tool_without_asking() -> None:
+    wipe, echo = Recorder(), Recorder()
+    session, _, log = make(
+        [
+            calling(call("c1", "wipe")),
+            calling(call("c2", "wipe"), call("c3", "echo")),
+            answer(),
+        ],
+        ("wipe", wipe),
+        ("echo", echo),
+    )
+    await session.run("hi")
+    second = await session.resume({"c1": Decision("reject_for_run")})
+
+    # Only the echo call is asked about; the wipe call is already decided.
+    assert second.status == "suspended"
+    assert [item.tool_call_id for item in second.pending] == ["c3"]
+    assert wipe.calls == []
+    assert echo.calls == []
+
+    final = await session.resume({"c3": "approve"})
+
+    assert final.status == "succeeded"
+    assert wipe.calls == []  # never ran in the whole run
+    assert echo.calls == [("c3", {"text": "hi"})]
+    rows = {row.tool_call_id: row for row in tool_rows(session.messages)}
+    assert rows["c1"].error is not None
+    assert rows["c1"].error.message == "Rejected for this run"
+    assert rows["c2"].error is not None
+    assert (rows["c2"].error.code, rows["c2"].error.message) == (
+        APPROVAL_REJECTED,
+        "Rejected for this run",
+    )
+    assert rows["c3"].error is None
+    assert log.types.count("run_suspended") == 2
+
+
+async def test_reject_for_run_keeps_its_reason_for_later_calls() -> None:
+    wipe = Recorder()
+    session, _, _ = make(
+        [calling(call("c1", "wipe")), calling(call("c2", "wipe")), answer()], ("wipe", wipe)
+    )
+    await session.run("hi")
+
+    result = await session.resume({"c1": Decision("reject_for_run", reason="No wiping")})
+
+    assert result.status == "succeeded"
+    assert wipe.calls == []
+    messages = [row.error.message for row in tool_rows(session.messages) if row.error]
+    assert messages == ["No wiping", "No wiping"]
+
+
+async def test_allow_for_run_lets_later_calls_of_that_tool_through_only() -> None:
+    echo, wipe = Recorder(), Recorder()
+    session, _, _ = make(
+        [
+            calling(call("c1")),
+            calling(call("c2", text="again")),
+            calling(call("c3", "wipe")),
+            answer(),
+        ],
+        ("echo", echo),
+        ("wipe", wipe),
+    )
+    await session.run("hi")
+
+    second = await session.resume({"c1": "allow_for_run"})
+
+    # c2 (echo) ran without a new suspension; c3 (wipe) still needs approval.
+    assert echo.calls == [("c1", {"text": "hi"}), ("c2", {"text": "again"})]
+    assert second.status == "suspended"
+    assert [item.tool_call_id for item in second.pending] == ["c3"]
+    assert wipe.calls == []
+
+
+async def test_sticky_decisions_last_for_one_run_only() -> None:
+    echo = Recorder()
+    session, _, _ = make(
+        [calling(call("c1")), answer(), calling(call("c2")), answer()], ("echo", echo)
+    )
+    await session.run("hi")
+    await session.resume({"c1": "allow_for_run"})
+
+    result = await session.run("next")
+
+    assert result.status == "suspended"
+    assert echo.calls == [("c1", {"text": "hi"})]
+
+
+async def test_modified_arguments_are_validated_again_and_run_once() -> None:
+    echo = Recorder()
+    session, _, _ = make(
+        [calling(call("c1")), answer()],
+        ("echo", echo),
+        validator=create_json_schema_tool_argument_validator(),
+    )
+    await session.run("hi")
+
+    await session.resume({"c1": Decision("approve", arguments={"text": "edited"})})
+
+    assert echo.calls == [("c1", {"text": "edited"})]
+
+
+async def test_invalid_modified_arguments_are_blocked_and_never_run() -> None:
+    echo = Recorder()
+    session, _, _ = make(
+        [calling(call("c1")), answer()],
+        ("echo", echo),
+        validator=create_json_schema_tool_argument_validator(),
+    )
+    await session.run("hi")
+
+    result = await session.resume({"c1": Decision("approve", arguments={"text": 5})})
+
+    assert result.status == "succeeded"
+    assert echo.calls == []  # the tool did not run
+    (row,) = tool_rows(session.messages)
+    assert row.error is not None
+    assert row.error.code != APPROVAL_REJECTED
+
+
+async def test_resume_runs_the_permission_check_again() -> None:
+    echo = Recorder()
+    session, _, _ = make(
+        [calling(call("c1")), answer()],
+        ("echo", echo),
+        permission=create_static_permission_policy(deny=["tool:echo:execute"]),
+    )
+    await session.run("hi")
+
+    await session.resume({"c1": "approve"})
+
+    assert echo.calls == []  # approval does not bypass the permission policy
+    (row,) = tool_rows(session.messages)
+    assert row.error is not None
+    assert row.error.code == "ERR_PRISM_PERMISSION_DENIED"
+
+
+# --- malformed decisions -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "decisions",
+    [
+        {"approval_nope": "approve"},
+        {},
+        {"c1": "approve"},  # c2 missing
+        {"c1": "approve", "c2": "approve", "c3": "approve"},
+        "approve",
+    ],
+)
+async def test_bad_decision_sets_are_refused_with_nothing_run(decisions: Any) -> None:
+    echo = Recorder()
+    session, provider, _ = make([calling(call("c1"), call("c2")), answer()], ("echo", echo))
+    suspended = await session.run("hi")
+
+    with pytest.raises(ApprovalError) as caught:
+        await session.resume(decisions)
+
+    assert isinstance(caught.value, ValueError)
+    assert echo.calls == []  # the tool did not run
+    assert session.pending == suspended.pending  # still waiting
+    assert len(provider.requests) == 1
+
+
+async def test_two_decisions_for_one_call_are_refused() -> None:
+    echo = Recorder()
+    session, _, _ = make([calling(call("c1")), answer()], ("echo", echo))
+    suspended = await session.run("hi")
+    pending = suspended.pending[0]
+
+    with pytest.raises(ApprovalError, match="More than one decision"):
+        await session.resume({pending.approval_id: "approve", "c1": "reject_once"})
+
+    assert echo.calls == []
+
+
+def test_decisions_are_checked_when_built() -> None:
+    with pytest.raises(ApprovalError, match="Unknown decision action"):
+        Decision("maybe")  # type: ignore[arg-type]
+    with pytest.raises(ApprovalError, match="change arguments"):
+        Decision("reject_once", arguments={"text": "x"})
+    with pytest.raises(ApprovalError, match="longer than"):
+        Decision("reject_once", reason="x" * (MAX_REASON_CHARS + 1))
+
+
+async def test_resume_without_pending_decisions_is_an_error() -> None:
+    echo = Recorder()
+    session, _, _ = make([answer()], ("echo", echo))
+    await session.run("hi")
+
+    with pytest.raises(ApprovalError, match="no pending"):
+        await session.resume({"c1": "approve"})
+
+
+async def test_a_new_run_is_refused_while_approvals_are_pending() -> None:
+    echo = Recorder()
+    session, provider, _ = make([calling(call("c1")), answer()], ("echo", echo))
+    await session.run("hi")
+
+    with pytest.raises(ApprovalError, match="pending tool approvals"):
+        await session.run("something else")
+
+    assert echo.calls == []
+    assert len(provider.requests) == 1
+
+
+# --- switching it on and off ----------------------------------------------------------------------
+
+
+async def test_interrupt_can_be_switched_on_per_run() -> None:
+    echo = Recorder()
+    session, _, _ = make(
+        [calling(call("c1")), answer(), calling(call("c2")), answer()],
+        ("echo", echo),
+        interrupt_before_tool=False,
+    )
+
+    first = await session.run("hi", interrupt_before_tool=True)
+    assert first.status == "suspended"
+    assert echo.calls == []
+    await session.resume({"c1": "approve"})
+
+    second = await session.run("again")
+    assert second.status == "succeeded"
+    assert [call_id for call_id, _ in echo.calls] == ["c1", "c2"]
+
+
+async def test_interrupt_refuses_bounded_tool_calls_in_a_revise_loop() -> None:
+    echo = Recorder()
+    session, _, _ = make([answer()], ("echo", echo))
+    loop = {"strategy": "generate-validate-revise", "validator": bool, "tool_calls": "bounded"}
+
+    with pytest.raises(TypeError, match="interrupt_before_tool"):
+        await session.run("hi", loop=loop)
+
+
+# --- limits, grant and process boundaries ------------------------------------------------------
+
+
+async def test_run_counters_carry_across_resumes() -> None:
+    echo = Recorder()
+    session, _, _ = make(
+        [calling(call("c1")), calling(call("c2")), calling(call("c3")), answer()],
+        ("echo", echo),
+        limits={"max_turns": 2},
+    )
+    await session.run("hi")
+    second = await session.resume({"c1": "approve"})
+    assert second.status == "suspended"
+
+    with pytest.raises(AgentRunError) as caught:
+        await session.resume({"c2": "approve"})
+
+    assert caught.value.result.limit is not None
+    assert caught.value.result.limit["limit"] == "max_turns"
+    assert [call_id for call_id, _ in echo.calls] == ["c1", "c2"]
+
+
+async def test_resume_limits_can_only_narrow() -> None:
+    echo = Recorder()
+    session, _, _ = make(
+        [calling(call("c1")), calling(call("c2")), answer()],
+        ("echo", echo),
+        limits={"max_turns": 2},
+    )
+    await session.run("hi")
+    second = await session.resume({"c1": "approve"}, limits={"max_turns": 50})
+
+    assert second.status == "suspended"
+    with pytest.raises(AgentRunError):
+        await session.resume({"c2": "approve"}, limits={"max_turns": 50})
+
+
+def build_agent(provider: ScriptedProvider, echo: Recorder, **options: Any) -> Any:
+    registry = create_tool_registry(tools_for(("echo", echo), ("other", Recorder())))
+    return create_agent(
+        model=MODEL, provider=provider, tools=registry, interrupt_before_tool=True, **options
+    )
+
+
+async def test_a_fresh_process_resumes_from_json_state_and_runs_the_call_once() -> None:
+    first_echo = Recorder()
+    first = build_agent(ScriptedProvider([calling(call("c1", text="ship it"))]), first_echo)
+    session = first.session()
+    suspended = await session.run("deploy", metadata={"ticket": "T-1"})
+    text = json.dumps(session.state)
+    assert first_echo.calls == []
+
+    # "Another process": new provider, new tool objects, state from JSON text only.
+    second_echo = Recorder()
+    provider = ScriptedProvider([answer("shipped")])
+    second = build_agent(provider, second_echo)
+    restored = second.session(state=text)
+    assert restored.id == session.id
+    assert restored.pending == suspended.pending
+
+    result = await restored.resume({suspended.pending[0].approval_id: "approve"})
+
+    assert result.status == "succeeded"
+    assert result.run_id == suspended.run_id
+    assert second_echo.calls == [("c1", {"text": "ship it"})]
+    assert first_echo.calls == []
+    assert provider.requests[0].metadata == {"ticket": "T-1"}
+    # Resuming the same JSON text again would need the pending decisions, which are gone now.
+    assert "suspension" not in restored.state
+
+
+async def test_resume_keeps_the_runs_grant() -> None:
+    echo = Recorder()
+    provider = ScriptedProvider([calling(call("c1")), calling(call("c2", "other")), answer()])
+    agent = build_agent(provider, echo)
+    session = agent.session()
+    await session.run("hi", tool_names=["echo"])
+
+    await session.resume({"c1": "approve"})
+
+    # After resuming, the provider still sees only the granted tool.
+    assert [tool.name for tool in provider.requests[1].tools] == ["echo"]
+    assert echo.calls == [("c1", {"text": "hi"})]
+
+
+async def test_resume_shrinks_the_grant_to_the_tools_registered_now() -> None:
+    echo = Recorder()
+    agent = build_agent(ScriptedProvider([calling(call("c1"))]), echo)
+    session = agent.session()
+    await session.run("hi", tool_names=["echo"])
+    state = json.dumps(session.state)
+
+    later_echo = Recorder()
+    registry = create_tool_registry(tools_for(("other", later_echo)))
+    fresh = create_agent(
+        model=MODEL,
+        provider=ScriptedProvider([answer()]),
+        tools=registry,
+        interrupt_before_tool=True,
+    )
+    restored = fresh.session(state=state)
+    await restored.resume({"c1": "approve"})
+
+    assert echo.calls == []
+    assert later_echo.calls == []
+    (row,) = tool_rows(restored.messages)
+    assert row.error is not None
+
+
+# --- checkpoint stores ----------------------------------------------------------------------
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> CheckpointStore:
+    if request.param == "memory":
+        return InMemoryCheckpointStore()
+    return SqliteCheckpointStore(tmp_path / "checkpoints.db")
+
+
+def test_checkpoint_stores_save_load_and_delete(store: CheckpointStore) -> None:
+    assert isinstance(store, CheckpointStore)
+    assert store.load("s1") is None
+    store.save("s1", {"version": 1, "messages": []})
+    store.save("s1", {"version": 1, "messages": ["x"]})
+    assert store.load("s1") == {"version": 1, "messages": ["x"]}
+    store.delete("s1")
+    store.delete("s1")
+    assert store.load("s1") is None
+    with pytest.raises(ValueError, match="session_id"):
+        store.save("", {})
+
+
+def test_the_sqlite_store_survives_reopening(tmp_path: Path) -> None:
+    path = tmp_path / "checkpoints.db"
+    SqliteCheckpointStore(path).save("s1", {"version": 1})
+    assert SqliteCheckpointStore(path).load("s1") == {"version": 1}
+
+
+async def test_a_suspended_run_is_checkpointed_and_resumed_by_session_id(
+    store: CheckpointStore,
+) -> None:
+    first_echo = Recorder()
+    agent = build_agent(ScriptedProvider([calling(call("c1"))]), first_echo, checkpoints=store)
+    session = agent.session("s-42")
+    suspended = await session.run("hi")
+    assert store.load("s-42") is not None
+    assert first_echo.calls == []
+
+    echo = Recorder()
+    fresh = build_agent(ScriptedProvider([answer()]), echo, checkpoints=store)
+    restored = fresh.resume_session("s-42")
+    assert restored.pending == suspended.pending
+
+    result = await restored.resume({"c1": "approve"})
+
+    assert result.status == "succeeded"
+    assert echo.calls == [("c1", {"text": "hi"})]
+    assert store.load("s-42") is None  # the resumed run ended
+    with pytest.raises(ApprovalError, match="No checkpoint"):
+        fresh.resume_session("s-42")
+
+
+async def test_a_consumed_checkpoint_never_offers_the_calls_again(
+    store: CheckpointStore,
+) -> None:
+    class Crash(Exception):
+        pass
+
+    async def crashing(args: dict[str, Any], context: ToolExecutionContext) -> Any:
+        raise Crash("boom")
+
+    calls: list[str] = []
+
+    class Spy:
+        def __init__(self) -> None:
+            self.saved: list[dict[str, Any]] = []
+
+        def save(self, session_id: str, state: Any) -> None:
+            self.saved.append(json.loads(json.dumps(state)))
+            store.save(session_id, state)
+
+        def load(self, session_id: str) -> Any:
+            return store.load(session_id)
+
+        def delete(self, session_id: str) -> None:
+            calls.append(session_id)
+            store.delete(session_id)
+
+    spy = Spy()
+    agent = create_agent(
+        model=MODEL,
+        provider=ScriptedProvider([calling(call("c1")), answer()]),
+        tools=[ToolDefinition(name="echo", execute=crashing, parameters=SCHEMA)],
+        interrupt_before_tool=True,
+        checkpoints=spy,
+    )
+    session = agent.session("s-1")
+    await session.run("hi")
+    await session.resume({"c1": "approve"})
+
+    # Saved once suspended, once when the resume consumed the approvals (nothing pending).
+    assert ["suspension" in state for state in spy.saved] == [True, False]
+    assert calls == ["s-1"]
+
+
+def test_pending_decisions_round_trip_through_json() -> None:
+    item = PendingDecision("approval_1", "c1", "echo", "0" * 64)
+    assert PendingDecision.from_dict(json.loads(json.dumps(item.to_dict()))) == item
+    with pytest.raises(ValueError, match="four non-empty"):
+        PendingDecision.from_dict({"approval_id": "a"})
+
+
+def test_checkpoints_must_be_a_store() -> None:
+    with pytest.raises(TypeError, match="checkpoints"):
+        create_agent(
+            model=MODEL,
+            provider=ScriptedProvider([]),
+            tools=[],
+            checkpoints=object(),  # type: ignore[arg-type]
+        )
+
+
+def test_resume_session_needs_a_store() -> None:
+    agent = create_agent(model=MODEL, provider=ScriptedProvider([]), tools=[])
+    with pytest.raises(TypeError, match="checkpoints"):
+        agent.resume_session("s1")
