@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 import sys
 import threading
 import time
@@ -299,7 +300,8 @@ async def test_racing_transitions_have_one_winner(pg_schema: PgSchema) -> None:
             store.close()
 
 
-RACE_ROUNDS = 250
+# The durability issue asks for 1,000 races in CI; a local run does fewer.
+RACE_ROUNDS = 1000 if os.environ.get("CI") == "true" else 250
 
 
 def race_worker(dsn: str, barrier: Any, rounds: int, queue: Any) -> None:
