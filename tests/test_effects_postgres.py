@@ -125,10 +125,10 @@ async def test_the_schema_is_versioned_and_a_newer_one_is_refused(pg_schema: PgS
     with PostgresToolEffectStore(pg_schema.dsn) as store:
         await store.get(make_key())
     assert pg_schema.sql.execute(
-        "SELECT component, version FROM prism_schema_components"
+        "SELECT component, version FROM prism_schema_version"
     ).fetchall() == [(COMPONENT, SCHEMA_VERSION)]
     pg_schema.sql.execute(
-        "UPDATE prism_schema_components SET version = %s WHERE component = %s",
+        "UPDATE prism_schema_version SET version = %s WHERE component = %s",
         (SCHEMA_VERSION + 1, COMPONENT),
     )
     name = f"prism-refused-{uuid.uuid4().hex[:12]}"
@@ -146,10 +146,9 @@ def test_the_store_and_the_ledger_share_a_schema(pg_schema: PgSchema) -> None:
     PostgresToolEffectStore(pg_schema.dsn).close()
     PostgresRunLedger(pg_schema.dsn).close()
     PostgresToolEffectStore(pg_schema.dsn).close()
-    assert pg_schema.sql.execute("SELECT version FROM prism_schema_version").fetchall() == [
-        (LEDGER_VERSION,)
-    ]
-    assert pg_schema.scalar("SELECT count(*) FROM prism_schema_components") == 1
+    assert sorted(
+        pg_schema.sql.execute("SELECT component, version FROM prism_schema_version").fetchall()
+    ) == [("ledger", LEDGER_VERSION), (COMPONENT, SCHEMA_VERSION)]
 
 
 @postgres
@@ -174,7 +173,7 @@ def test_stores_racing_to_create_the_schema_all_succeed(pg_schema: PgSchema) -> 
     for store in stores:
         store.close()
     assert errors == []
-    assert pg_schema.scalar("SELECT count(*) FROM prism_schema_components") == 1
+    assert pg_schema.scalar("SELECT count(*) FROM prism_schema_version") == 1
 
 
 @postgres

@@ -131,9 +131,9 @@ async def test_rows_survive_reconnecting_and_the_schema_is_versioned(
     with PostgresRunLedger(pg_schema.dsn) as again:
         assert len(again) == 2
         assert again.records[0].status == "started"
-    assert pg_schema.sql.execute("SELECT version FROM prism_schema_version").fetchall() == [
-        (SCHEMA_VERSION,)
-    ]
+    assert pg_schema.sql.execute(
+        "SELECT component, version FROM prism_schema_version"
+    ).fetchall() == [("ledger", SCHEMA_VERSION)]
     pg_schema.sql.execute("UPDATE prism_schema_version SET version = %s", (SCHEMA_VERSION + 1,))
     name = f"prism-refused-{uuid.uuid4().hex[:12]}"
     with pytest.raises(RuntimeError, match="schema version"):
@@ -241,9 +241,9 @@ def test_connections_racing_to_create_the_schema_all_succeed(pg_schema: PgSchema
     for ledger in ledgers:
         ledger.close()
     assert errors == []
-    assert pg_schema.sql.execute("SELECT version FROM prism_schema_version").fetchall() == [
-        (SCHEMA_VERSION,)
-    ]
+    assert pg_schema.sql.execute(
+        "SELECT component, version FROM prism_schema_version"
+    ).fetchall() == [("ledger", SCHEMA_VERSION)]
 
 
 @postgres

@@ -31,9 +31,8 @@ Records are stored as ``json`` (not ``jsonb``: jsonb refuses the ``\\u0000`` esc
 hold) next to the columns the store queries. PostgreSQL ``text`` cannot hold a NUL character, so
 ownership ids, principal ids and keys containing one are refused.
 
-The schema version lives in ``prism_schema_components (component, version)``, row
-``tool_effects``. The PostgreSQL ledger's ``prism_schema_version`` table has a single ``version``
-column with no component, so the two components cannot share it as they do in SQLite.
+The schema version lives in ``prism_schema_version (component, version)``, row
+``tool_effects``, beside the ledger's ``ledger`` row, as on SQLite.
 
 psycopg 3 is an optional dependency (``pip install 'prism-tools[postgres]'``); it is imported when
 a store is made, never by ``import prism_tools``.
@@ -80,7 +79,7 @@ MAX_WRITE_RACES: Final = 100
 # under it, so processes opening a fresh database together never race on CREATE TABLE.
 
 _SCHEMA: Final = (
-    "CREATE TABLE IF NOT EXISTS prism_schema_components ("
+    "CREATE TABLE IF NOT EXISTS prism_schema_version ("
     " component TEXT PRIMARY KEY, version INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS prism_tool_effects ("
     " tenant_id TEXT NOT NULL, account_id TEXT NOT NULL, user_id TEXT NOT NULL,"
@@ -97,7 +96,7 @@ _SCHEMA: Final = (
 _TABLES_PRESENT_SQL: Final = (
     "SELECT current_schema(), count(*) FROM pg_catalog.pg_tables"
     " WHERE schemaname = current_schema()"
-    " AND tablename IN ('prism_schema_components', 'prism_tool_effects')"
+    " AND tablename IN ('prism_schema_version', 'prism_tool_effects')"
 )
 
 _WHERE_SLOT: Final = (
@@ -180,11 +179,11 @@ class PostgresToolEffectStore(BaseToolEffectStore):
                 for statement in _SCHEMA:
                     conn.execute(statement)
             found = conn.execute(
-                "SELECT version FROM prism_schema_components WHERE component = %s", (COMPONENT,)
+                "SELECT version FROM prism_schema_version WHERE component = %s", (COMPONENT,)
             ).fetchone()
             if found is None:
                 conn.execute(
-                    "INSERT INTO prism_schema_components (component, version) VALUES (%s, %s)",
+                    "INSERT INTO prism_schema_version (component, version) VALUES (%s, %s)",
                     (COMPONENT, SCHEMA_VERSION),
                 )
             elif found[0] > SCHEMA_VERSION:

@@ -29,7 +29,9 @@ SCHEMA_VERSION: Final = 1
 # first, so two processes opening a fresh database at once do not race on CREATE TABLE.
 
 _SCHEMA: Final = (
-    "CREATE TABLE IF NOT EXISTS prism_schema_version (version INTEGER NOT NULL)",
+    # One row per component (as on SQLite), so the ledger and the effect store share a schema.
+    "CREATE TABLE IF NOT EXISTS prism_schema_version ("
+    " component TEXT PRIMARY KEY, version INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS prism_tool_calls ("
     " seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
     " row_id TEXT NOT NULL,"
@@ -92,11 +94,15 @@ class PostgresRunLedger:
                 # briefly lock out other processes' inserts.
                 for statement in _SCHEMA:
                     conn.execute(statement)
-            found = conn.execute("SELECT max(version) FROM prism_schema_version").fetchone()
+            found = conn.execute(
+                "SELECT version FROM prism_schema_version WHERE component = 'ledger'"
+            ).fetchone()
             version = None if found is None else found[0]
             if version is None:
                 conn.execute(
-                    "INSERT INTO prism_schema_version (version) VALUES (%s)", (SCHEMA_VERSION,)
+                    "INSERT INTO prism_schema_version (component, version) VALUES ('ledger', %s)"
+                    " ON CONFLICT (component) DO NOTHING",
+                    (SCHEMA_VERSION,),
                 )
             elif version > SCHEMA_VERSION:
                 raise RuntimeError(
