@@ -185,3 +185,30 @@ async def test_the_ledger_and_the_effect_store_share_one_file(tmp_path: Path) ->
         components = dict(db.execute("SELECT component, version FROM prism_schema_version"))
     assert set(components) == {"ledger", "tool_effects"}
     assert len(SqliteRunLedger(path)) == 1
+
+
+def _open_together(path: str, barrier: Any, number: int) -> None:
+    barrier.wait()
+    with SqliteRunLedger(path) as ledger:
+        ledger.append_tool_call(_row(f"p{number}"))
+    os._exit(0)
+
+
+def test_many_processes_opening_a_new_file_together_all_succeed(tmp_path: Path) -> None:
+    # Switching a fresh file to WAL from several processes at once used to fail the losers with
+    # "database is locked"; they now wait for the winner.
+    path = str(tmp_path / "fresh.db")
+    context = multiprocessing.get_context("fork")
+    count = 6
+    for attempt in range(5):
+        barrier = context.Barrier(count)
+        target = f"{path}.{attempt}"
+        processes = [
+            context.Process(target=_open_together, args=(target, barrier, n)) for n in range(count)
+        ]
+        for process in processes:
+            process.start()
+        for process in processes:
+            process.join(timeout=60)
+        assert [process.exitcode for process in processes] == [0] * count
+        assert len(SqliteRunLedger(target)) == count

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
+from prism_tools._sqlite import enable_wal
 from prism_tools.effects import (
     BaseToolEffectStore,
     Clock,
@@ -81,7 +82,7 @@ class SqliteToolEffectStore(BaseToolEffectStore):
             check_same_thread=False,
         )
         try:
-            db.execute("PRAGMA journal_mode=WAL")
+            enable_wal(db, self._busy_timeout_s)
             db.execute("PRAGMA synchronous=FULL")
             db.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_s * 1000)}")
             db.execute("BEGIN IMMEDIATE")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from prism_tools import _json
+from prism_tools._sqlite import enable_wal
 from prism_tools.types import ErrorInfo, JSONValue, ToolCallRecord, ToolResult
 
 SCHEMA_VERSION: Final = 1
@@ -87,7 +88,7 @@ class SqliteRunLedger:
         self._db = sqlite3.connect(
             self.path, check_same_thread=False, isolation_level=None, timeout=30.0
         )
-        self._db.execute("PRAGMA journal_mode=WAL")
+        enable_wal(self._db, 30.0)
         self._db.execute(f"PRAGMA synchronous={synchronous}")
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
