@@ -509,23 +509,10 @@ class ToolEffectRecord:
             user_id=data.get("user_id"),
             claim_token=data.get("claim_token"),
             expires_at=data.get("expires_at"),
-            result=None if result is None else tool_result_from_dict(result),
+            result=None if result is None else ToolResult.from_dict(result),
             result_ref=data.get("result_ref"),
             failure=None if failure is None else ToolEffectFailure(**failure),
         )
-
-
-def tool_result_from_dict(data: Mapping[str, Any]) -> ToolResult:
-    """Rebuild a ``ToolResult`` from its ``to_dict`` output."""
-    error = data.get("error")
-    return ToolResult(
-        tool_call_id=data["tool_call_id"],
-        name=data["name"],
-        value=data.get("value"),
-        content=data.get("content"),
-        error=None if error is None else ErrorInfo(**error),
-        metadata=data.get("metadata"),
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -1278,5 +1265,4 @@ __all__ = [
     "classifier_context",
     "effect_key",
     "resolve_effect",
-    "tool_result_from_dict",
 ]

@@ -14,11 +14,11 @@ import sqlite3
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 from prism_tools import _json
 from prism_tools._sqlite import enable_wal
-from prism_tools.types import ErrorInfo, JSONValue, ToolCallRecord, ToolResult
+from prism_tools.types import JSONValue, ToolCallRecord, ToolResult
 
 SCHEMA_VERSION: Final = 1
 Synchronous = Literal["FULL", "NORMAL"]
@@ -42,34 +42,11 @@ _SCHEMA: Final = (
 )
 
 
-def _error(data: Any) -> ErrorInfo | None:
-    if not isinstance(data, Mapping):
-        return None
-    return ErrorInfo(
-        message=str(data.get("message", "")),
-        code=data.get("code"),
-        name=data.get("name"),
-        details=data.get("details"),
-    )
-
-
-def _result(data: Any) -> ToolResult | None:
-    if not isinstance(data, Mapping):
-        return None
-    return ToolResult(
-        tool_call_id=str(data.get("tool_call_id", "")),
-        name=str(data.get("name", "")),
-        value=data.get("value"),
-        content=data.get("content"),
-        error=_error(data.get("error")),
-        metadata=data.get("metadata"),
-    )
-
-
 def record_from_dict(data: Mapping[str, JSONValue]) -> ToolCallRecord:
     """A ledger row back from its ``to_dict`` form."""
     fields = dict(data)
-    fields["result"] = _result(fields.get("result"))
+    stored = fields.get("result")
+    fields["result"] = None if stored is None else ToolResult.from_dict(stored)
     return ToolCallRecord(**fields)
 
 

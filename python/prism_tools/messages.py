@@ -137,16 +137,7 @@ def message_to_dict(message: Message) -> dict[str, JSONValue]:
 
 
 def _error_from(data: Any) -> ErrorInfo | None:
-    if data is None:
-        return None
-    if not isinstance(data, Mapping) or not isinstance(data.get("message"), str):
-        raise ValueError("a stored error needs a string 'message'")
-    return ErrorInfo(
-        message=data["message"],
-        code=data.get("code"),
-        name=data.get("name"),
-        details=data.get("details"),
-    )
+    return None if data is None else ErrorInfo.from_dict(data)
 
 
 def message_from_dict(data: Any) -> Message:

@@ -106,6 +106,13 @@ class ErrorInfo:
     def to_dict(self) -> dict[str, JSONValue]:
         return _compact(self)
 
+    @classmethod
+    def from_dict(cls, data: Any) -> ErrorInfo:
+        """The inverse of ``to_dict``; anything without a string ``message`` is a ``ValueError``."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("message"), str):
+            raise ValueError("a stored error needs a string 'message'")
+        return cls(data["message"], data.get("code"), data.get("name"), data.get("details"))
+
 
 @fast_init
 @dataclass(frozen=True, slots=True)
@@ -145,6 +152,23 @@ class ToolResult:
 
     def to_dict(self) -> dict[str, JSONValue]:
         return _compact(self)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ToolResult:
+        """The inverse of ``to_dict`` (for stored results); malformed data is a ``ValueError``."""
+        if not isinstance(data, Mapping):
+            raise ValueError("a stored tool result must be an object")
+        call_id, name, error = data.get("tool_call_id"), data.get("name"), data.get("error")
+        if not isinstance(call_id, str) or not isinstance(name, str):
+            raise ValueError("a stored tool result needs string 'tool_call_id' and 'name'")
+        return cls(
+            call_id,
+            name,
+            data.get("value"),
+            data.get("content"),
+            None if error is None else ErrorInfo.from_dict(error),
+            data.get("metadata"),
+        )
 
 
 ProgressCallback: TypeAlias = Callable[[JSONValue, "Mapping[str, JSONValue] | None"], Any]
