@@ -13,6 +13,26 @@ from typing import Protocol
 from prism_tools.types import ToolCallRecord
 
 
+def row_filter(
+    placeholder: str,
+    session_id: str | None,
+    run_id: str | None,
+    tool_call_id: str | None,
+) -> tuple[str, list[str]]:
+    """The ``WHERE`` clause (or nothing) and its values for a durable ledger's ``rows`` query;
+    ``placeholder`` is the driver's parameter marker (``?`` or ``%s``)."""
+    clauses, values = [], []
+    for column, value in (
+        ("session_id", session_id),
+        ("run_id", run_id),
+        ("tool_call_id", tool_call_id),
+    ):
+        if value is not None:
+            clauses.append(f"{column} = {placeholder}")
+            values.append(value)
+    return (f" WHERE {' AND '.join(clauses)}" if clauses else ""), values
+
+
 class RunLedger(Protocol):
     def append_tool_call(self, record: ToolCallRecord) -> Awaitable[None] | None: ...
 

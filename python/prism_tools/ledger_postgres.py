@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from prism_tools import _json
 from prism_tools._postgres import SCHEMA_LOCK_SQL, ConnectionPoolLike, PostgresConnections
+from prism_tools.ledger import row_filter
 from prism_tools.ledger_sqlite import record_from_dict
 from prism_tools.types import ToolCallRecord
 
@@ -139,16 +140,7 @@ class PostgresRunLedger:
         tool_call_id: str | None = None,
     ) -> list[ToolCallRecord]:
         """Rows matching every given id, oldest first."""
-        clauses, values = [], []
-        for column, value in (
-            ("session_id", session_id),
-            ("run_id", run_id),
-            ("tool_call_id", tool_call_id),
-        ):
-            if value is not None:
-                clauses.append(f"{column} = %s")
-                values.append(value)
-        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        where, values = row_filter("%s", session_id, run_id, tool_call_id)
         with self._connection() as conn:
             found = conn.execute(
                 f"SELECT row::text FROM prism_tool_calls{where} ORDER BY seq", values

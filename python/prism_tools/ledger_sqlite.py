@@ -18,6 +18,7 @@ from typing import Final, Literal
 
 from prism_tools import _json
 from prism_tools._sqlite import enable_wal
+from prism_tools.ledger import row_filter
 from prism_tools.types import JSONValue, ToolCallRecord, ToolResult
 
 SCHEMA_VERSION: Final = 1
@@ -119,16 +120,7 @@ class SqliteRunLedger:
         tool_call_id: str | None = None,
     ) -> list[ToolCallRecord]:
         """Rows matching every given id, oldest first."""
-        clauses, values = [], []
-        for column, value in (
-            ("session_id", session_id),
-            ("run_id", run_id),
-            ("tool_call_id", tool_call_id),
-        ):
-            if value is not None:
-                clauses.append(f"{column} = ?")
-                values.append(value)
-        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        where, values = row_filter("?", session_id, run_id, tool_call_id)
         with self._lock:
             found = self._db.execute(
                 f"SELECT row FROM prism_tool_calls{where} ORDER BY seq", values
