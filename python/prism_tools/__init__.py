@@ -68,6 +68,12 @@ from prism_tools.errors import (
     TrustDeniedError,
     UnknownToolError,
 )
+from prism_tools.function_tools import (
+    ArgumentConversionError,
+    original_function,
+    tool,
+    tool_from_function,
+)
 from prism_tools.guardrails import (
     FunctionGuardrail,
     Guardrail,
@@ -154,6 +160,7 @@ __all__ = [
     "AgentIdentity",
     "AgentRunError",
     "ApprovalError",
+    "ArgumentConversionError",
     "ArgumentIssue",
     "ArgumentsError",
     "ArtifactCheck",
@@ -258,7 +265,10 @@ __all__ = [
     "error_info",
     "filter_tools",
     "guardrail",
+    "original_function",
     "parse_tool_arguments",
     "plan_tool_disclosure",
     "redact_run_ledger_record",
+    "tool",
+    "tool_from_function",
 ]

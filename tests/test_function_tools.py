@@ -1,0 +1,1365 @@
+"""@tool and tool_from_function: schemas from type hints, conversion back, threads, errors."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import dataclasses
+import datetime as dt
+import decimal
+import enum
+import functools
+import inspect
+import re
+import threading
+import types
+import typing
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any, Literal, NamedTuple, NewType, NotRequired, Required, TypedDict
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from prism_tools import (
+    ProviderResponse,
+    ScriptedProvider,
+    ToolCall,
+    ToolDefinition,
+    ToolExecutionContext,
+    ToolResult,
+    create_agent,
+    create_json_schema_tool_argument_validator,
+    create_tool_registry,
+    dispatch_tool_call,
+)
+from prism_tools.function_tools import (
+    ArgumentConversionError,
+    original_function,
+    tool,
+    tool_from_function,
+)
+from prism_tools.types import AgentEvent
+from prism_tools.validation import check_schema
+
+ROOT = Path(__file__).resolve().parents[1]
+VALIDATE = create_json_schema_tool_argument_validator()
+
+
+# --- types used across the tests (module level, so string annotations resolve) ---------------
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Priority(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+@dataclasses.dataclass
+class Point:
+    """A point on the plane.
+
+    Attributes:
+        x: Distance from the left edge.
+        y: Distance from the top edge.
+    """
+
+    x: float
+    y: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Tree:
+    label: str
+    children: list[Tree] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class Route:
+    name: Annotated[str, "What the route is called."]
+    stops: list[Point]
+    color: Color | None = None
+
+
+class Movie(TypedDict):
+    """A film."""
+
+    title: str
+    year: NotRequired[int]
+
+
+class Filters(TypedDict, total=False):
+    query: Required[str]
+    tags: list[str]
+
+
+class Pair(NamedTuple):
+    left: int
+    right: str = "r"
+
+
+class Circle(TypedDict):
+    kind: Literal["circle"]
+    radius: float
+
+
+class Square(TypedDict):
+    kind: Literal["square"]
+    side: float
+
+
+UserId = NewType("UserId", int)
+
+
+def context(call_id: str = "call_1") -> ToolExecutionContext:
+    return ToolExecutionContext(session_id="s1", run_id="r1", tool_call_id=call_id)
+
+
+async def dispatch(
+    definition: ToolDefinition, arguments: Any, *, validate: bool = True
+) -> tuple[ToolResult, list[AgentEvent]]:
+    events: list[AgentEvent] = []
+    result = await dispatch_tool_call(
+        ToolCall("call_1", definition.name, arguments),
+        registry=create_tool_registry([definition]),
+        context=context(),
+        validate=VALIDATE if validate else None,
+        emit=events.append,
+    )
+    return result, events
+
+
+def one_parameter(hint: object, received: list[object]) -> ToolDefinition:
+    """A tool whose only parameter ``x`` has the annotation ``hint``; records what it gets."""
+
+    def probe(x: Any) -> str:
+        received.append(x)
+        return "ok"
+
+    probe.__annotations__ = {"x": hint, "return": str}
+    return tool_from_function(probe, inline=True)
+
+
+# --- every supported type: schema, check_schema, conversion through dispatch ------------------
+
+CASES: list[tuple[str, object, dict[str, Any], Any, Any]] = [
+    # (id, annotation, property schema, JSON argument, converted value)
+    ("str", str, {"type": "string"}, "hi", "hi"),
+    ("int", int, {"type": "integer"}, 3, 3),
+    ("int-from-integral-float", int, {"type": "integer"}, 3.0, 3),
+    ("float", float, {"type": "number"}, 2, 2.0),
+    ("bool", bool, {"type": "boolean"}, False, False),
+    ("none", None, {"type": "null"}, None, None),
+    ("optional", int | None, {"type": ["integer", "null"]}, None, None),
+    ("typing-optional", typing.Optional[str], {"type": ["string", "null"]}, "a", "a"),  # noqa: UP045
+    ("union-keeps-str", int | str, {"type": ["integer", "string"]}, "5", "5"),
+    ("union-int-first", float | int, {"type": ["number", "integer"]}, 4, 4),
+    ("union-float", float | int, {"type": ["number", "integer"]}, 4.5, 4.5),
+    ("literal", Literal["a", "b"], {"type": "string", "enum": ["a", "b"]}, "b", "b"),
+    ("literal-int", Literal[1, 2], {"type": "integer", "enum": [1, 2]}, 2, 2),
+    ("literal-mixed", Literal["x", 1], {"enum": ["x", 1]}, 1, 1),
+    ("enum", Color, {"type": "string", "enum": ["red", "blue"]}, "blue", Color.BLUE),
+    ("int-enum", Priority, {"type": "integer", "enum": [1, 2]}, 2, Priority.HIGH),
+    ("literal-enum", Literal[Color.RED], {"type": "string", "enum": ["red"]}, "red", Color.RED),
+    ("list", list[int], {"type": "array", "items": {"type": "integer"}}, [1, 2], [1, 2]),
+    ("bare-list", list, {"type": "array"}, [1, "a"], [1, "a"]),
+    ("sequence", Sequence[str], {"type": "array", "items": {"type": "string"}}, ["a"], ["a"]),
+    (
+        "set",
+        set[int],
+        {"type": "array", "uniqueItems": True, "items": {"type": "integer"}},
+        [1, 2],
+        {1, 2},
+    ),
+    (
+        "frozenset",
+        frozenset[str],
+        {"type": "array", "uniqueItems": True, "items": {"type": "string"}},
+        ["a"],
+        frozenset({"a"}),
+    ),
+    (
+        "tuple",
+        tuple[int, str],
+        {
+            "type": "array",
+            "prefixItems": [{"type": "integer"}, {"type": "string"}],
+            "items": False,
+            "minItems": 2,
+            "maxItems": 2,
+        },
+        [1, "a"],
+        (1, "a"),
+    ),
+    (
+        "tuple-variadic",
+        tuple[float, ...],
+        {"type": "array", "items": {"type": "number"}},
+        [1, 2.5],
+        (1.0, 2.5),
+    ),
+    ("tuple-empty", tuple[()], {"type": "array", "maxItems": 0}, [], ()),
+    ("bare-tuple", tuple, {"type": "array"}, [1, "a"], (1, "a")),
+    ("tuple-any", tuple[Any, ...], {"type": "array"}, [[1]], ([1],)),
+    (
+        "dict",
+        dict[str, int],
+        {"type": "object", "additionalProperties": {"type": "integer"}},
+        {"a": 1},
+        {"a": 1},
+    ),
+    (
+        "mapping",
+        Mapping[str, list[int]],
+        {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "integer"}}},
+        {"a": [1]},
+        {"a": [1]},
+    ),
+    (
+        "dict-enum-keys",
+        dict[Color, int],
+        {
+            "type": "object",
+            "propertyNames": {"enum": ["red", "blue"]},
+            "additionalProperties": {"type": "integer"},
+        },
+        {"red": 1},
+        {Color.RED: 1},
+    ),
+    ("bare-dict", dict, {"type": "object"}, {"a": [1]}, {"a": [1]}),
+    (
+        "annotated",
+        Annotated[int, "How many."],
+        {"type": "integer", "description": "How many."},
+        5,
+        5,
+    ),
+    ("any", Any, {}, {"a": [1, None]}, {"a": [1, None]}),
+    (
+        "datetime",
+        dt.datetime,
+        {"type": "string", "format": "date-time"},
+        "2024-05-01T10:30:00Z",
+        dt.datetime(2024, 5, 1, 10, 30, tzinfo=dt.UTC),
+    ),
+    (
+        "date",
+        dt.date,
+        {"type": "string", "format": "date"},
+        "2024-05-01",
+        dt.date(2024, 5, 1),
+    ),
+    ("time", dt.time, {"type": "string", "format": "time"}, "10:30:00", dt.time(10, 30)),
+    (
+        "uuid",
+        uuid.UUID,
+        {"type": "string", "format": "uuid"},
+        "12345678-1234-5678-1234-567812345678",
+        uuid.UUID("12345678-1234-5678-1234-567812345678"),
+    ),
+    ("path", Path, {"type": "string"}, "/tmp/x", Path("/tmp/x")),
+    ("pure-path", PurePosixPath, {"type": "string"}, "a/b", PurePosixPath("a/b")),
+    (
+        "decimal-string",
+        decimal.Decimal,
+        {
+            "anyOf": [
+                {"type": "number"},
+                {"type": "string", "pattern": r"^\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$"},
+            ]
+        },
+        "10.25",
+        decimal.Decimal("10.25"),
+    ),
+    (
+        "decimal-number",
+        decimal.Decimal,
+        {
+            "anyOf": [
+                {"type": "number"},
+                {"type": "string", "pattern": r"^\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$"},
+            ]
+        },
+        0.1,
+        decimal.Decimal("0.1"),
+    ),
+    ("newtype", UserId, {"type": "integer"}, 7, 7),
+]
+
+
+@pytest.mark.parametrize(
+    ("hint", "expected", "argument", "converted"),
+    [case[1:] for case in CASES],
+    ids=[case[0] for case in CASES],
+)
+async def test_each_type_maps_to_its_schema_and_converts_back(
+    hint: object, expected: dict[str, Any], argument: Any, converted: Any
+) -> None:
+    received: list[object] = []
+    definition = one_parameter(hint, received)
+    assert definition.parameters == {
+        "type": "object",
+        "properties": {"x": expected},
+        "required": ["x"],
+        "additionalProperties": False,
+    }
+    check_schema(definition.parameters)
+
+    result, _ = await dispatch(definition, {"x": argument})
+
+    assert result.error is None
+    assert result.value == "ok"
+    assert received == [converted]
+    assert type(received[0]) is type(converted)
+    if isinstance(converted, list | tuple | set | frozenset):
+        assert [type(item) for item in received[0]] == [type(item) for item in converted]  # type: ignore[attr-defined]
+
+
+BAD_VALUES: list[tuple[str, object, Any]] = [
+    ("int-gets-string", int, "3"),
+    ("int-gets-bool", int, True),
+    ("enum-gets-unknown", Color, "green"),
+    ("int-enum-gets-bool", Priority, True),
+    ("literal-gets-bool", Literal[1, 2], True),
+    ("literal-gets-other", Literal["a", "b"], "c"),
+    ("tuple-too-long", tuple[int, str], [1, "a", 2]),
+    ("dict-bad-value", dict[str, int], {"a": "b"}),
+    ("optional-bad", int | None, "x"),
+    ("set-duplicates", set[int], [1, 1]),
+]
+
+
+@pytest.mark.parametrize(
+    ("hint", "argument"), [case[1:] for case in BAD_VALUES], ids=[c[0] for c in BAD_VALUES]
+)
+async def test_the_validator_blocks_a_bad_value_and_the_function_does_not_run(
+    hint: object, argument: Any
+) -> None:
+    received: list[object] = []
+    definition = one_parameter(hint, received)
+
+    result, events = await dispatch(definition, {"x": argument})
+
+    assert result.error is not None
+    assert result.error.code == "invalid_tool_arguments"
+    assert [(event.type, event.reason) for event in events] == [
+        ("tool_execution_blocked", "validation_failed")
+    ]
+    assert received == []
+
+
+@pytest.mark.parametrize(
+    ("hint", "argument"),
+    # The set duplicate and date format are checks only the validator makes (or none does).
+    [case[1:] for case in BAD_VALUES if case[0] != "set-duplicates"]
+    + [(dt.datetime, "next tuesday"), (uuid.UUID, "nope"), (decimal.Decimal, "NaN")],
+    ids=[c[0] for c in BAD_VALUES if c[0] != "set-duplicates"] + ["datetime", "uuid", "decimal"],
+)
+async def test_without_a_validator_conversion_fails_as_a_tool_error(
+    hint: object, argument: Any
+) -> None:
+    received: list[object] = []
+    definition = one_parameter(hint, received)
+
+    result, events = await dispatch(definition, {"x": argument}, validate=False)
+
+    assert result.error is not None
+    assert result.error.code == "invalid_tool_arguments"
+    assert result.error.name == "ArgumentConversionError"
+    assert result.error.message.startswith("Invalid arguments for tool probe: /x")
+    assert "tool_execution_error" in [event.type for event in events]
+    assert received == []
+
+
+# --- named object types: TypedDict, dataclass, NamedTuple, recursion ------------------------
+
+
+async def test_typeddict_total_and_not_required_keys_stay_a_dict() -> None:
+    received: list[object] = []
+
+    @tool(inline=True)
+    def add_movies(movies: list[Movie], filters: Filters) -> int:
+        received.extend([movies, filters])
+        return len(movies)
+
+    assert add_movies.parameters == {
+        "type": "object",
+        "properties": {
+            "movies": {"type": "array", "items": {"$ref": "#/$defs/Movie"}},
+            "filters": {"$ref": "#/$defs/Filters"},
+        },
+        "required": ["movies", "filters"],
+        "additionalProperties": False,
+        "$defs": {
+            "Movie": {
+                "type": "object",
+                "description": "A film.",
+                "properties": {"title": {"type": "string"}, "year": {"type": "integer"}},
+                "required": ["title"],
+                "additionalProperties": False,
+            },
+            "Filters": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string"},
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                },
+                "required": ["query"],
+                "additionalProperties": False,
+            },
+        },
+    }
+    check_schema(add_movies.parameters)
+
+    result, _ = await dispatch(
+        add_movies,
+        {
+            "movies": [{"title": "Alien", "year": 1979.0}, {"title": "Heat"}],
+            "filters": {"query": "q"},
+        },
+    )
+
+    assert result.value == 2
+    assert received == [[{"title": "Alien", "year": 1979}, {"title": "Heat"}], {"query": "q"}]
+    assert type(received[0][0]["year"]) is int  # type: ignore[index]
+
+    missing, _ = await dispatch(add_movies, {"movies": [{"year": 1}], "filters": {"query": "q"}})
+    assert missing.error is not None
+    assert missing.error.code == "invalid_tool_arguments"
+    assert len(received) == 2
+
+
+async def test_dataclasses_nest_in_defs_with_docstring_field_descriptions() -> None:
+    received: list[Route] = []
+
+    @tool(inline=True)
+    def save_route(route: Route) -> str:
+        received.append(route)
+        return route.name
+
+    assert save_route.parameters == {
+        "type": "object",
+        "properties": {"route": {"$ref": "#/$defs/Route"}},
+        "required": ["route"],
+        "additionalProperties": False,
+        "$defs": {
+            "Route": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "description": "What the route is called."},
+                    "stops": {"type": "array", "items": {"$ref": "#/$defs/Point"}},
+                    "color": {
+                        "anyOf": [
+                            {"type": "string", "enum": ["red", "blue"]},
+                            {"type": "null"},
+                        ],
+                        "default": None,
+                    },
+                },
+                "required": ["name", "stops"],
+                "additionalProperties": False,
+            },
+            "Point": {
+                "type": "object",
+                "description": "A point on the plane.",
+                "properties": {
+                    "x": {"type": "number", "description": "Distance from the left edge."},
+                    "y": {
+                        "type": "number",
+                        "description": "Distance from the top edge.",
+                        "default": 0.0,
+                    },
+                },
+                "required": ["x"],
+                "additionalProperties": False,
+            },
+        },
+    }
+    check_schema(save_route.parameters)
+
+    result, _ = await dispatch(
+        save_route,
+        {"route": {"name": "loop", "stops": [{"x": 1}, {"x": 2.5, "y": 3}], "color": "red"}},
+    )
+
+    assert result.value == "loop"
+    assert received == [Route("loop", [Point(1.0), Point(2.5, 3.0)], Color.RED)]
+    assert type(received[0].stops[0].x) is float
+
+    extra, _ = await dispatch(save_route, {"route": {"name": "a", "stops": [], "speed": 1}})
+    assert extra.error is not None
+    assert extra.error.code == "invalid_tool_arguments"
+    assert len(received) == 1
+
+
+async def test_recursive_dataclass_refers_to_itself_and_converts_every_level() -> None:
+    received: list[Tree] = []
+
+    @tool(inline=True)
+    def plant(tree: Tree) -> int:
+        received.append(tree)
+        return len(tree.children)
+
+    assert plant.parameters is not None
+    assert plant.parameters["$defs"] == {
+        "Tree": {
+            "type": "object",
+            "properties": {
+                "label": {"type": "string"},
+                "children": {"type": "array", "items": {"$ref": "#/$defs/Tree"}},
+            },
+            "required": ["label"],
+            "additionalProperties": False,
+        }
+    }
+    check_schema(plant.parameters)
+
+    deep = {"label": "a", "children": [{"label": "b", "children": [{"label": "c"}]}]}
+    result, _ = await dispatch(plant, {"tree": deep})
+
+    assert result.value == 1
+    assert received == [Tree("a", [Tree("b", [Tree("c")])])]
+
+
+async def test_local_classes_in_string_annotations_resolve_from_the_defining_scope() -> None:
+    @dataclasses.dataclass
+    class Folder:
+        name: str
+        subfolders: list[Folder] = dataclasses.field(default_factory=list)
+
+    received: list[Folder] = []
+
+    @tool(inline=True)
+    def make_folder(folder: Folder) -> None:
+        received.append(folder)
+
+    assert make_folder.parameters is not None
+    assert make_folder.parameters["$defs"]["Folder"]["properties"]["subfolders"] == {
+        "type": "array",
+        "items": {"$ref": "#/$defs/Folder"},
+    }
+    result, _ = await dispatch(
+        make_folder, {"folder": {"name": "a", "subfolders": [{"name": "b"}]}}
+    )
+    assert result.error is None
+    assert received == [Folder("a", [Folder("b")])]
+
+
+async def test_named_tuple_is_an_object_and_converts_to_the_tuple_class() -> None:
+    received: list[Pair] = []
+
+    @tool(inline=True)
+    def join(pair: Pair) -> str:
+        received.append(pair)
+        return pair.right * pair.left
+
+    assert join.parameters is not None
+    assert join.parameters["$defs"] == {
+        "Pair": {
+            "type": "object",
+            "properties": {
+                "left": {"type": "integer"},
+                "right": {"type": "string", "default": "r"},
+            },
+            "required": ["left"],
+            "additionalProperties": False,
+        }
+    }
+    result, _ = await dispatch(join, {"pair": {"left": 2}})
+    assert result.value == "rr"
+    assert received == [Pair(2, "r")]
+
+
+async def test_a_union_of_object_types_picks_the_member_whose_keys_fit() -> None:
+    received: list[object] = []
+
+    @tool(inline=True)
+    def area(shape: Circle | Square | Point) -> float:
+        received.append(shape)
+        return 0.0
+
+    result, _ = await dispatch(area, {"shape": {"kind": "square", "side": 2}})
+    assert result.error is None
+    result, _ = await dispatch(area, {"shape": {"x": 1, "y": 2}})
+    assert result.error is None
+    assert received == [{"kind": "square", "side": 2.0}, Point(1.0, 2.0)]
+
+
+async def test_same_class_name_twice_gets_two_defs() -> None:
+    def make(field_type: type) -> type:
+        return dataclasses.make_dataclass("Item", [("value", field_type)])
+
+    first, second = make(int), make(str)
+
+    def pick(a: Any, b: Any) -> None:
+        return None
+
+    pick.__annotations__ = {"a": first, "b": second}
+    definition = tool_from_function(pick)
+    assert definition.parameters is not None
+    assert definition.parameters["properties"] == {
+        "a": {"$ref": "#/$defs/Item"},
+        "b": {"$ref": "#/$defs/Item2"},
+    }
+    assert definition.parameters["$defs"]["Item2"]["properties"] == {"value": {"type": "string"}}
+    check_schema(definition.parameters)
+
+
+# --- defaults, docstrings, names, options -------------------------------------------------
+
+
+async def test_defaults_are_optional_and_shown_when_they_are_json() -> None:
+    sentinel = object()
+    received: list[tuple[object, ...]] = []
+
+    @tool(inline=True)
+    def search(
+        query: str,
+        limit: int = 10,
+        color: Color = Color.BLUE,
+        when: dt.date = dt.date(2024, 1, 2),
+        marker: Any = sentinel,
+    ) -> None:
+        received.append((query, limit, color, when, marker))
+
+    assert search.parameters is not None
+    properties = search.parameters["properties"]
+    assert search.parameters["required"] == ["query"]
+    assert properties["limit"] == {"type": "integer", "default": 10}
+    assert properties["color"] == {"type": "string", "enum": ["red", "blue"], "default": "blue"}
+    assert properties["when"] == {"type": "string", "format": "date", "default": "2024-01-02"}
+    assert properties["marker"] == {}  # no JSON form: not shown, still applied
+
+    result, _ = await dispatch(search, {"query": "q"})
+    assert result.error is None
+    assert received == [("q", 10, Color.BLUE, dt.date(2024, 1, 2), sentinel)]
+
+
+async def test_positional_only_parameters_are_passed_by_position() -> None:
+    received: list[tuple[int, int, int]] = []
+
+    @tool(inline=True)
+    def add(a: int = 1, b: int = 2, /, c: int = 3) -> int:
+        received.append((a, b, c))
+        return a + b + c
+
+    result, _ = await dispatch(add, {"b": 20})
+    assert result.value == 24
+    assert received == [(1, 20, 3)]
+
+
+def test_google_docstring() -> None:
+    @tool
+    def send_email(to: str, subject: str, cc: list[str] | None = None) -> None:
+        """Send an email to one
+        recipient.
+
+        Longer text that is not part of the description.
+
+        Args:
+            to: The address to send to.
+            subject (str): The subject line,
+                kept short.
+            cc: Copies.
+        Returns:
+            Nothing.
+        """
+
+    assert send_email.description == "Send an email to one recipient."
+    assert send_email.parameters is not None
+    properties = send_email.parameters["properties"]
+    assert properties["to"]["description"] == "The address to send to."
+    assert properties["subject"]["description"] == "The subject line, kept short."
+    assert properties["cc"]["description"] == "Copies."
+
+
+def test_numpy_docstring() -> None:
+    @tool
+    def scale(factor: float, axes: list[int]) -> None:
+        """Scale the image.
+
+        Parameters
+        ----------
+        factor : float
+            How much to scale,
+            above one enlarges.
+        axes : list of int
+            Which axes.
+
+        Returns
+        -------
+        None
+        """
+
+    assert scale.description == "Scale the image."
+    assert scale.parameters is not None
+    properties = scale.parameters["properties"]
+    assert properties["factor"]["description"] == "How much to scale, above one enlarges."
+    assert properties["axes"]["description"] == "Which axes."
+
+
+def test_rest_docstring_and_annotated_wins_over_docstring() -> None:
+    @tool
+    def rename(old: str, new: Annotated[str, "The new name (from Annotated)."]) -> None:
+        """Rename a file.
+
+        :param old: The current name.
+        :param str new: Ignored, the annotation says it.
+        :returns: nothing
+        """
+
+    assert rename.description == "Rename a file."
+    assert rename.parameters is not None
+    properties = rename.parameters["properties"]
+    assert properties["old"] == {"type": "string", "description": "The current name."}
+    assert properties["new"] == {"type": "string", "description": "The new name (from Annotated)."}
+
+
+def test_name_description_and_options_pass_through() -> None:
+    def helper(x: int) -> int:
+        """From the docstring."""
+        return x
+
+    definition = tool_from_function(
+        helper,
+        name="renamed",
+        description="Explicit.",
+        exclusive=True,
+        kind="read",
+        metadata={"team": "core"},
+        effect="effect-marker",
+    )
+    assert isinstance(definition, ToolDefinition)
+    assert (definition.name, definition.description) == ("renamed", "Explicit.")
+    assert definition.exclusive is True
+    assert definition.kind == "read"
+    assert definition.metadata == {"team": "core"}
+    assert definition.effect == "effect-marker"
+    assert tool_from_function(helper).description == "From the docstring."
+    assert tool_from_function(helper).name == "helper"
+
+
+def test_no_docstring_gives_an_empty_description() -> None:
+    @tool
+    def bare(x: int) -> int:
+        return x
+
+    assert bare.description == ""
+
+
+def test_the_original_function_stays_reachable_and_callable() -> None:
+    def double(x: int) -> int:
+        return 2 * x
+
+    definition = tool(double)
+    assert original_function(definition) is double
+    assert original_function(definition)(4) == 8
+    with pytest.raises(TypeError, match="was not built by @tool"):
+        original_function(ToolDefinition("plain", execute=lambda args, ctx: None))
+
+
+def test_annotated_types_constraints_become_schema_keywords() -> None:
+    annotated_types = pytest.importorskip("annotated_types")
+
+    @tool
+    def pick(
+        count: Annotated[int, annotated_types.Gt(0), annotated_types.Le(10)],
+        name: Annotated[str, annotated_types.MaxLen(20)],
+        tags: Annotated[list[str], annotated_types.MinLen(1)],
+    ) -> None:
+        return None
+
+    assert pick.parameters is not None
+    properties = pick.parameters["properties"]
+    assert properties["count"] == {"type": "integer", "exclusiveMinimum": 0, "maximum": 10}
+    assert properties["name"] == {"type": "string", "maxLength": 20}
+    assert properties["tags"] == {"type": "array", "items": {"type": "string"}, "minItems": 1}
+    check_schema(pick.parameters)
+
+
+def test_pydantic_field_in_annotated_gives_description_and_bounds() -> None:
+    pydantic = pytest.importorskip("pydantic", reason="pydantic is an optional integration")
+
+    @tool
+    def page(
+        size: Annotated[int, pydantic.Field(description="Rows per page.", ge=1, le=100)],
+    ) -> None:
+        return None
+
+    assert page.parameters is not None
+    assert page.parameters["properties"]["size"] == {
+        "type": "integer",
+        "description": "Rows per page.",
+        "minimum": 1,
+        "maximum": 100,
+    }
+
+
+# --- context injection, threads, async -------------------------------------------------------
+
+
+@pytest.mark.parametrize("annotation", [ToolExecutionContext, ToolExecutionContext | None])
+async def test_context_is_injected_and_left_out_of_the_schema(annotation: object) -> None:
+    seen: list[ToolExecutionContext] = []
+
+    def whoami(ctx: Any, name: str) -> str:
+        seen.append(ctx)
+        return name
+
+    whoami.__annotations__ = {"ctx": annotation, "name": str, "return": str}
+    definition = tool_from_function(whoami)
+    assert definition.parameters == {
+        "type": "object",
+        "properties": {"name": {"type": "string"}},
+        "required": ["name"],
+        "additionalProperties": False,
+    }
+
+    result, _ = await dispatch(definition, {"name": "n"})
+    assert result.value == "n"
+    assert len(seen) == 1
+    assert seen[0].tool_call_id == "call_1"
+
+
+async def test_sync_runs_in_a_worker_thread_with_context_variables() -> None:
+    request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id")
+    request_id.set("req-7")
+    seen: list[tuple[int, str]] = []
+
+    @tool
+    def blocking(x: int) -> int:
+        seen.append((threading.get_ident(), request_id.get()))
+        return x
+
+    assert blocking.is_async  # execute hands the call to a thread and awaits it
+    result, _ = await dispatch(blocking, {"x": 1})
+    assert result.value == 1
+    assert seen[0][0] != threading.get_ident()
+    assert seen[0][1] == "req-7"
+
+
+async def test_inline_and_async_functions_run_on_the_loop_thread() -> None:
+    threads: list[int] = []
+
+    @tool(inline=True)
+    def quick(x: int) -> int:
+        threads.append(threading.get_ident())
+        return x
+
+    @tool
+    async def awaited(x: int) -> int:
+        await asyncio.sleep(0)
+        threads.append(threading.get_ident())
+        return x + 1
+
+    assert not quick.is_async
+    assert awaited.is_async
+    assert (await dispatch(quick, {"x": 1}))[0].value == 1
+    assert (await dispatch(awaited, {"x": 1}))[0].value == 2
+    assert threads == [threading.get_ident(), threading.get_ident()]
+
+
+async def test_a_sync_tool_in_a_thread_reports_progress_with_a_plain_call() -> None:
+    @tool
+    def crunch(n: int, context: ToolExecutionContext) -> int:
+        context.progress("half", {"done": n // 2})
+        return n
+
+    result, events = await dispatch(crunch, {"n": 4})
+    assert result.value == 4
+    progress = [event for event in events if event.type == "tool_execution_progress"]
+    assert [(event.progress, event.metadata) for event in progress] == [("half", {"done": 2})]
+    assert [event.type for event in events][-1] == "tool_execution_finished"
+
+
+async def test_partials_bound_methods_and_async_callable_objects_work() -> None:
+    class Greeter:
+        """Greets people."""
+
+        async def __call__(self, name: str) -> str:
+            return f"hi {name}"
+
+    def power(base: int, exponent: int) -> int:
+        return base**exponent
+
+    greeter = tool_from_function(Greeter(), name="greet")
+    assert greeter.is_async
+    assert greeter.description == "Greets people."
+    assert (await dispatch(greeter, {"name": "Ada"}))[0].value == "hi Ada"
+
+    class Counter:
+        def __init__(self) -> None:
+            self.total = 0
+
+        def add(self, amount: int) -> int:
+            """Add to the running total."""
+            self.total += amount
+            return self.total
+
+    counter = Counter()
+    add = tool_from_function(counter.add)
+    assert add.parameters is not None
+    assert add.parameters["required"] == ["amount"]
+    assert (await dispatch(add, {"amount": 5}))[0].value == 5
+    assert counter.total == 5
+
+    square = tool_from_function(functools.partial(power, exponent=2), name="square")
+    assert square.parameters is not None
+    assert square.parameters["required"] == ["base"]
+    assert (await dispatch(square, {"base": 3}))[0].value == 9
+
+
+# --- argument errors when nothing validated first ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"a": 1, "b": 2, "c": 3}, "Invalid arguments for tool needs_a: unexpected argument 'c'"),
+        ({"b": 2}, "Invalid arguments for tool needs_a: missing required argument 'a'"),
+        ({"a": "1"}, "Invalid arguments for tool needs_a: /a: expected an integer"),
+        (
+            {"a": 1, "b": "x"},
+            "Invalid arguments for tool needs_a: /b: matches none of the allowed types "
+            "(expected an array; expected null)",
+        ),
+        (
+            {"a": 1, "b": [{"x": "far"}]},
+            "Invalid arguments for tool needs_a: /b/0/x: expected a number",
+        ),
+        (
+            {"a": 1, "b": [{"x": 1, "z": 0}]},
+            "Invalid arguments for tool needs_a: /b/0: unexpected property 'z' for Point",
+        ),
+    ],
+)
+async def test_conversion_errors_name_the_path_and_never_run_the_function(
+    arguments: dict[str, Any], message: str
+) -> None:
+    ran: list[bool] = []
+
+    @tool(inline=True)
+    def needs_a(a: int, b: list[Point] | None = None) -> None:
+        ran.append(True)
+
+    result, _ = await dispatch(needs_a, arguments, validate=False)
+    assert result.error is not None
+    assert result.error.message == message
+    assert ran == []
+
+    with pytest.raises(ArgumentConversionError) as raised:
+        needs_a.execute(arguments, context())  # type: ignore[misc]
+    assert str(raised.value) == message
+
+
+# --- unsupported signatures and types: TypeError at decoration time ---------------------------
+
+
+def test_unsupported_types_name_the_function_and_parameter() -> None:
+    def send_email(to: str, when: dt.timedelta) -> None:
+        return None
+
+    with pytest.raises(
+        TypeError,
+        match=re.escape(
+            "cannot express parameter 'when' of "
+            "test_unsupported_types_name_the_function_and_parameter.<locals>.send_email: "
+            "datetime.timedelta is not a supported type"
+        ),
+    ):
+        tool(send_email)
+
+
+@dataclasses.dataclass
+class Attachment:
+    name: str
+    data: bytes
+
+
+@dataclasses.dataclass
+class Mail:
+    attachments: list[Attachment]
+
+
+@pytest.mark.parametrize(
+    ("annotation", "reason"),
+    [
+        (bytes, "bytes is not a supported type"),
+        (list[bytes], "bytes is not a supported type"),
+        (dict[int, str], "dict keys must be str"),
+        (Callable[[int], int], "is not a supported type"),
+        (typing.TypeVar("T"), "type variable ~T has no concrete type"),
+        (Attachment, "(at Attachment.data): bytes is not a supported type"),
+        (Mail, "(at Mail.attachments > Attachment.data): bytes is not a supported type"),
+        (list[ToolExecutionContext], "injected only as a parameter of its own"),
+        (NotRequired[int], "only meaningful inside a TypedDict"),
+    ],
+)
+def test_each_unsupported_type_is_a_type_error(annotation: object, reason: str) -> None:
+    def f(x: Any) -> None:
+        return None
+
+    f.__annotations__ = {"x": annotation}
+    with pytest.raises(TypeError, match="cannot express parameter 'x' of ") as raised:
+        tool_from_function(f)
+    assert reason in str(raised.value)
+
+
+def test_unsupported_signatures_are_type_errors() -> None:
+    def star_args(*values: int) -> None:
+        return None
+
+    def star_kwargs(**values: int) -> None:
+        return None
+
+    def unannotated(x) -> None:  # type: ignore[no-untyped-def]
+        return None
+
+    def two_contexts(a: ToolExecutionContext, b: ToolExecutionContext) -> None:
+        return None
+
+    def generator(x: int) -> typing.Iterator[int]:
+        yield x
+
+    def unresolvable(x: NotDefinedAnywhere) -> None:  # type: ignore[name-defined]  # noqa: F821
+        return None
+
+    for fn, text in [
+        (star_args, "*values has no place in a JSON arguments object"),
+        (star_kwargs, "**values would let the model send any names"),
+        (unannotated, "cannot express parameter 'x'"),
+        (two_contexts, "more than one context parameter"),
+        (generator, "a generator function returns no value"),
+        (unresolvable, "cannot resolve the type hints"),
+    ]:
+        with pytest.raises(TypeError, match=re.escape(text)):
+            tool_from_function(fn)
+    with pytest.raises(TypeError, match="pass name="):
+        tool_from_function(lambda x: x)
+
+
+# --- pydantic ----------------------------------------------------------------------------------
+
+
+async def test_pydantic_models_bring_their_own_schema_and_validation() -> None:
+    pydantic = pytest.importorskip("pydantic", reason="pydantic is an optional integration")
+
+    class Address(pydantic.BaseModel):  # type: ignore[name-defined,misc]
+        street: str
+        zip_code: str = pydantic.Field(description="Postal code.", min_length=5)
+
+    class Customer(pydantic.BaseModel):  # type: ignore[name-defined,misc]
+        name: str
+        address: Address
+
+    received: list[object] = []
+
+    @tool(inline=True)
+    def register(customer: Customer, home: Point, note: str = "") -> str:
+        received.append((customer, home))
+        return customer.name  # type: ignore[no-any-return]
+
+    parameters = register.parameters
+    assert parameters is not None
+    check_schema(parameters)
+    assert parameters["properties"]["customer"] == {"$ref": "#/$defs/Customer"}
+    assert parameters["properties"]["home"] == {"$ref": "#/$defs/Point"}
+    customer_schema = Customer.model_json_schema(ref_template="#/$defs/{model}")
+    address_schema = customer_schema.pop("$defs")["Address"]
+    assert parameters["$defs"]["Customer"] == customer_schema
+    assert parameters["$defs"]["Address"] == address_schema
+    assert address_schema["properties"]["zip_code"]["minLength"] == 5
+
+    arguments = {
+        "customer": {"name": "Ada", "address": {"street": "Main", "zip_code": "12345"}},
+        "home": {"x": 0},
+    }
+    result, _ = await dispatch(register, arguments)
+    assert result.value == "Ada"
+    customer, _ = received[0]  # type: ignore[misc]
+    assert isinstance(customer, Customer)
+    assert isinstance(customer.address, Address)
+
+    short = {
+        "customer": {"name": "Ada", "address": {"street": "Main", "zip_code": "1"}},
+        "home": {"x": 0},
+    }
+    blocked, events = await dispatch(register, short)
+    assert blocked.error is not None
+    assert events[-1].reason == "validation_failed"
+    failed, _ = await dispatch(register, short, validate=False)
+    assert failed.error is not None
+    assert failed.error.message.startswith(
+        "Invalid arguments for tool register: /customer: invalid Customer: address.zip_code:"
+    )
+    assert len(received) == 1
+
+
+def test_pydantic_definition_named_like_one_of_ours_is_renamed() -> None:
+    pydantic = pytest.importorskip("pydantic", reason="pydantic is an optional integration")
+
+    class Inner(pydantic.BaseModel):  # type: ignore[name-defined,misc]
+        label: str
+
+    class Outer(pydantic.BaseModel):  # type: ignore[name-defined,misc]
+        inner: Inner
+
+    mine = dataclasses.make_dataclass("Inner", [("count", int)])
+
+    def both(a: Any, b: Any) -> None:
+        return None
+
+    both.__annotations__ = {"a": mine, "b": Outer}
+    parameters = tool_from_function(both).parameters
+    assert parameters is not None
+    check_schema(parameters)
+    defs = parameters["$defs"]
+    assert defs["Inner"]["properties"] == {"count": {"type": "integer"}}
+    assert defs["Inner2"]["properties"] == {"label": {"title": "Label", "type": "string"}}
+    assert defs["Outer"]["properties"]["inner"] == {"$ref": "#/$defs/Inner2"}
+
+
+# --- works with the rest of the harness -------------------------------------------------------
+
+
+async def test_a_decorated_tool_runs_in_an_agent() -> None:
+    @tool
+    def get_weather(city: str, unit: Literal["c", "f"] = "c") -> dict[str, Any]:
+        """Current weather for a city."""
+        return {"city": city, "unit": unit, "temp": 21}
+
+    provider = ScriptedProvider(
+        [
+            ProviderResponse(tool_calls=(ToolCall("call_1", "get_weather", {"city": "Paris"}),)),
+            ProviderResponse(text="21 degrees."),
+        ]
+    )
+    agent = create_agent(
+        model="m",
+        provider=provider,
+        tools=[get_weather],
+        validator=create_json_schema_tool_argument_validator(),
+    )
+    result = await agent.session().run("Weather in Paris?")
+    assert result.output_text == "21 degrees."
+    tool_messages = [m for m in result.messages if m.role == "tool"]
+    assert len(tool_messages) == 1
+    assert "Paris" in str(tool_messages[0].content)
+
+
+def test_the_docs_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    text = (ROOT / "docs" / "function-tools.md").read_text(encoding="utf-8")
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, re.DOTALL) if "asyncio.run(" in b]
+    assert len(blocks) == 1, "docs/function-tools.md lost its runnable example"
+    exec(compile(blocks[0], "docs/function-tools.md", "exec"), {"__name__": "__docs__"})
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == [
+        "['city', 'days', 'unit']",
+        "Forecast for Paris, 3 days, Unit.CELSIUS",
+        'Invalid arguments for tool get_forecast: /days: value is not of type "integer"',
+    ]
+
+
+# --- property: random type trees --------------------------------------------------------------
+
+BASE_TYPES: list[object] = [
+    str,
+    int,
+    float,
+    bool,
+    type(None),
+    Any,
+    Color,
+    Priority,
+    Literal["a", "b", 3],
+    dt.datetime,
+    dt.date,
+    uuid.UUID,
+    decimal.Decimal,
+    int | str,
+]
+
+
+def _dataclass_of(spec: tuple[list[object], int]) -> type:
+    members, suffix = spec
+    fields = [(f"f{i}", member) for i, member in enumerate(members)]
+    # Few distinct names, so one tree often holds two different classes of the same name.
+    return dataclasses.make_dataclass(f"Node{suffix}", fields)
+
+
+def _typeddict_of(spec: tuple[list[object], int, bool]) -> type:
+    members, suffix, total = spec
+    fields = {f"k{i}": member for i, member in enumerate(members)}
+    return TypedDict(f"Record{suffix}", fields, total=total)  # type: ignore[operator]
+
+
+def _extend(children: st.SearchStrategy[object]) -> st.SearchStrategy[object]:
+    return st.one_of(
+        children.map(lambda t: list[t]),  # type: ignore[valid-type]
+        children.map(lambda t: typing.Optional[t]),  # noqa: UP045
+        st.tuples(children, children).map(lambda p: tuple[p[0], p[1]]),  # type: ignore[valid-type]
+        children.map(lambda t: tuple[t, ...]),  # type: ignore[valid-type]
+        children.map(lambda t: dict[str, t]),  # type: ignore[valid-type]
+        children.map(lambda t: Annotated[t, "described"]),
+        st.tuples(st.lists(children, min_size=1, max_size=3), st.integers(0, 2)).map(_dataclass_of),
+        st.tuples(st.lists(children, min_size=1, max_size=3), st.integers(0, 2), st.booleans()).map(
+            _typeddict_of
+        ),
+    )
+
+
+TYPE_TREES = st.recursive(st.sampled_from(BASE_TYPES), _extend, max_leaves=8)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-10, 10) | st.text(max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=2), inner, max_size=2)
+    ),
+    max_leaves=4,
+)
+
+
+def json_values(tp: Any) -> st.SearchStrategy[Any]:
+    """JSON values of annotation ``tp``, written independently of the module under test."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is Annotated:
+        return json_values(args[0])
+    if origin in (typing.Union, types.UnionType):
+        return st.one_of([json_values(arg) for arg in args])
+    if origin is Literal:
+        return st.sampled_from(args)
+    if origin is list:
+        return st.lists(json_values(args[0]), max_size=3)
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return st.lists(json_values(args[0]), max_size=3)
+        return st.tuples(*[json_values(arg) for arg in args]).map(list)
+    if origin is dict:
+        return st.dictionaries(st.text(max_size=3), json_values(args[1]), max_size=3)
+    simple: dict[object, st.SearchStrategy[Any]] = {
+        str: st.text(max_size=5),
+        int: st.integers(-(2**40), 2**40),
+        float: st.floats(allow_nan=False, allow_infinity=False) | st.integers(-100, 100),
+        bool: st.booleans(),
+        type(None): st.none(),
+        Any: JSON,
+        Color: st.sampled_from([c.value for c in Color]),
+        Priority: st.sampled_from([p.value for p in Priority]),
+        dt.datetime: st.datetimes(timezones=st.none() | st.just(dt.UTC)).map(dt.datetime.isoformat),
+        dt.date: st.dates().map(dt.date.isoformat),
+        uuid.UUID: st.uuids().map(str),
+        decimal.Decimal: st.decimals(allow_nan=False, allow_infinity=False, places=3).map(str)
+        | st.integers(-100, 100),
+    }
+    if tp in simple:
+        return simple[tp]
+    hints = typing.get_type_hints(tp, include_extras=True)
+    if dataclasses.is_dataclass(tp):
+        return st.fixed_dictionaries({name: json_values(hint) for name, hint in hints.items()})
+    required = tp.__required_keys__
+    return st.fixed_dictionaries(
+        {name: json_values(hint) for name, hint in hints.items() if name in required},
+        optional={name: json_values(hint) for name, hint in hints.items() if name not in required},
+    )
+
+
+def conforms(tp: Any, raw: Any, value: Any) -> bool:
+    """Whether ``value`` is ``raw`` converted to annotation ``tp`` (type and content)."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is Annotated:
+        return conforms(args[0], raw, value)
+    if origin in (typing.Union, types.UnionType):
+        return any(conforms_safely(arg, raw, value) for arg in args)
+    if origin is Literal:
+        return any(type(value) is type(arg) and value == arg for arg in args) and value == raw
+    if origin is list:
+        return (
+            type(value) is list
+            and len(value) == len(raw)
+            and all(conforms(args[0], r, v) for r, v in zip(raw, value, strict=True))
+        )
+    if origin is tuple:
+        items = [args[0]] * len(raw) if len(args) == 2 and args[1] is Ellipsis else list(args)
+        return (
+            type(value) is tuple
+            and len(value) == len(raw) == len(items)
+            and all(conforms(item, r, v) for item, r, v in zip(items, raw, value, strict=True))
+        )
+    if origin is dict:
+        return (
+            type(value) is dict
+            and value.keys() == raw.keys()
+            and all(conforms(args[1], raw[k], value[k]) for k in raw)
+        )
+    if tp is Any:
+        return value is raw
+    if tp is type(None):
+        return value is None and raw is None
+    if tp in (str, bool, int):
+        return type(value) is tp and value == raw and type(raw) is tp
+    if tp is float:
+        return type(value) is float and not isinstance(raw, bool) and value == raw
+    if tp in (Color, Priority):
+        return type(value) is tp and value.value == raw
+    if tp in (dt.datetime, dt.date):
+        return type(value) is tp and isinstance(raw, str) and value.isoformat() == raw
+    if tp is uuid.UUID:
+        return type(value) is uuid.UUID and str(value) == raw
+    if tp is decimal.Decimal:
+        return type(value) is decimal.Decimal and value == decimal.Decimal(str(raw))
+    hints = typing.get_type_hints(tp, include_extras=True)
+    if dataclasses.is_dataclass(tp):
+        return type(value) is tp and all(
+            conforms(hint, raw[name], getattr(value, name)) for name, hint in hints.items()
+        )
+    return (
+        type(value) is dict
+        and value.keys() == raw.keys()
+        and all(conforms(hints[name], raw[name], value[name]) for name in raw)
+    )
+
+
+def conforms_safely(tp: Any, raw: Any, value: Any) -> bool:
+    """``conforms`` for one member of a union: a value of another shape is simply not it."""
+    try:
+        return conforms(tp, raw, value)
+    except (TypeError, KeyError, AttributeError):
+        return False
+
+
+@given(data=st.data(), hints=st.lists(TYPE_TREES, min_size=1, max_size=3))
+def test_random_type_trees_give_valid_schemas_and_values_survive_conversion(
+    data: st.DataObject, hints: list[object]
+) -> None:
+    received: dict[str, Any] = {}
+
+    def probe(**kwargs: Any) -> None:
+        received.update(kwargs)
+
+    names = [f"p{i}" for i in range(len(hints))]
+    probe.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY) for n in names]
+    )
+    probe.__annotations__ = dict(zip(names, hints, strict=True))
+    definition = tool_from_function(probe, inline=True)
+    assert definition.parameters is not None
+    check_schema(definition.parameters)
+
+    arguments = {
+        name: data.draw(json_values(hint), label=name)
+        for name, hint in zip(names, hints, strict=True)
+    }
+    assert VALIDATE(definition, arguments) is None
+    assert definition.execute is not None
+    definition.execute(arguments, context())
+    for name, hint in zip(names, hints, strict=True):
+        assert conforms(hint, arguments[name], received[name]), (
+            hint,
+            arguments[name],
+            received[name],
+        )
