@@ -50,3 +50,21 @@ def test_runtime_doc_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
         "succeeded stop It is 21 °C in Paris.",
         "['user', 'assistant', 'tool', 'assistant']",
     ]
+
+
+def test_readme_first_tool_builds_the_schema_it_shows() -> None:
+    [block] = [block for block in python_blocks(ROOT / "README.md") if "@tool" in block]
+    namespace: dict[str, object] = {"__name__": "__docs__"}
+    exec(compile(block, "README.md", "exec"), namespace)
+    from prism_tools import ToolDefinition, ToolRegistry
+
+    weather, registry = namespace["get_weather"], namespace["registry"]
+    assert isinstance(weather, ToolDefinition)
+    assert isinstance(registry, ToolRegistry)
+    assert registry.get("get_weather") is weather
+    assert weather.description == "Current weather for a city."
+    schema = weather.parameters
+    assert schema is not None
+    assert schema["required"] == ["city"]
+    assert schema["additionalProperties"] is False
+    assert schema["properties"]["unit"]["enum"] == ["c", "f"]  # type: ignore[index]
