@@ -15,9 +15,11 @@ from prism_tools import ToolCall, ToolDefinition, ToolExecutionContext, create_t
 from prism_tools.agent import APPROVAL_REQUIRED, AgentRunError, Session, create_agent
 from prism_tools.approval import (
     APPROVAL_REJECTED,
+    MAX_PENDING_DECISIONS,
     MAX_REASON_CHARS,
     ApprovalError,
     Decision,
+    DecisionLimitError,
     PendingDecision,
 )
 from prism_tools.checkpoints import (
@@ -350,7 +352,6 @@ async def test_resume_runs_the_permission_check_again() -> None:
     [
         {"approval_nope": "approve"},
         {},
-        {"c1": "approve"},  # c2 missing
         {"c1": "approve", "c2": "approve", "c3": "approve"},
         "approve",
     ],
@@ -367,6 +368,89 @@ async def test_bad_decision_sets_are_refused_with_nothing_run(decisions: Any) ->
     assert echo.calls == []  # the tool did not run
     assert session.pending == suspended.pending  # still waiting
     assert len(provider.requests) == 1
+
+
+async def test_a_partial_batch_keeps_the_run_suspended_until_every_call_is_decided() -> None:
+    echo = Recorder()
+    session, provider, _ = make(
+        [calling(call("c1"), call("c2", text="two"), call("c3", text="three")), answer()],
+        ("echo", echo),
+    )
+    first = await session.run("hi")
+    c1, c2, c3 = first.pending
+
+    partial = await session.resume({c2.approval_id: "reject_once"})
+
+    assert partial.status == "suspended"
+    assert partial.finish_reason == APPROVAL_REQUIRED
+    assert partial.run_id == first.run_id
+    assert partial.pending == (c1, c3)
+    assert session.pending == (c1, c3)
+    assert echo.calls == []  # nothing runs while a call is undecided
+    assert tool_rows(session.messages) == []
+    assert len(provider.requests) == 1
+
+    # A decided call cannot be decided again.
+    with pytest.raises(ApprovalError, match="Unknown approval id"):
+        await session.resume({c2.approval_id: "approve"})
+
+    done = await session.resume({c1.approval_id: "approve", "c3": Decision("approve")})
+
+    assert done.status == "succeeded"
+    assert [call_id for call_id, _ in echo.calls] == ["c1", "c3"]
+    rows = tool_rows(session.messages)
+    assert [row.tool_call_id for row in rows] == ["c1", "c2", "c3"]  # call order
+    assert rows[1].error is not None
+    assert rows[1].error.code == APPROVAL_REJECTED
+
+
+async def test_partial_decisions_survive_the_session_state() -> None:
+    echo = Recorder()
+    script = [calling(call("c1"), call("c2", text="two")), answer()]
+    session, _, _ = make(script, ("echo", echo))
+    first = await session.run("hi")
+    await session.resume({"c1": Decision("approve", arguments={"text": "edited"})})
+    state = json.loads(json.dumps(session.state))
+
+    # Another process: a new agent with the same tools and the provider's remaining script.
+    again = Recorder()
+    restored, _, _ = make([answer()], ("echo", again))
+    restored = restored.agent.session(state=state)
+    assert restored.pending == (first.pending[1],)
+
+    done = await restored.resume({"c2": "approve"})
+
+    assert done.status == "succeeded"
+    assert echo.calls == []
+    assert again.calls == [("c1", {"text": "edited"}), ("c2", {"text": "two"})]
+
+
+async def test_a_round_needing_too_many_decisions_fails_the_run_with_nothing_run() -> None:
+    echo = Recorder()
+    many = [call(f"c{i}") for i in range(MAX_PENDING_DECISIONS + 1)]
+    session, provider, _ = make(
+        [calling(*many), answer()], ("echo", echo), limits={"max_tool_calls": 256}
+    )
+
+    with pytest.raises(AgentRunError) as caught:
+        await session.run("hi")
+
+    assert isinstance(caught.value.__cause__, DecisionLimitError)
+    error = caught.value.result.error
+    assert error is not None
+    assert error.code == "ERR_PRISM_DECISION_LIMIT"
+    assert f"exceed {MAX_PENDING_DECISIONS}" in error.message
+    assert echo.calls == []  # the tool did not run
+    assert session.pending == ()
+    assert len(provider.requests) == 1
+
+    # Exactly the cap still suspends.
+    session, _, _ = make(
+        [calling(*many[:-1]), answer()], ("echo", echo), limits={"max_tool_calls": 256}
+    )
+    result = await session.run("hi")
+    assert len(result.pending) == MAX_PENDING_DECISIONS
+    assert echo.calls == []
 
 
 async def test_two_decisions_for_one_call_are_refused() -> None:

@@ -16,6 +16,7 @@ from prism_tools.approval import Decision
 from prism_tools.checkpoints import InMemoryCheckpointStore
 from prism_tools.effects import InMemoryToolEffectStore
 from prism_tools.errors import IdentityError
+from prism_tools.guardrails import Guardrails
 from prism_tools.identity import AgentIdentity, Ownership
 from prism_tools.messages import ProviderResponse
 from prism_tools.policies import create_static_permission_policy, create_static_trust_policy
@@ -163,6 +164,8 @@ async def test_every_tool_call_suspends_for_approval_with_no_execution() -> None
         {"validate": lambda tool, args, context: None},
         {"effect_store": InMemoryToolEffectStore()},
         {"interrupt_before_tool": False},
+        {"guardrails": Guardrails()},
+        {"loop": {"strategy": "single-shot"}},
     ],
 )
 async def test_per_run_overrides_of_the_defaults_are_refused(override: dict[str, Any]) -> None:

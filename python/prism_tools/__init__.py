@@ -29,7 +29,13 @@ from prism_tools.agent import (
     SkillError,
     create_agent,
 )
-from prism_tools.approval import APPROVAL_REJECTED, ApprovalError, Decision, PendingDecision
+from prism_tools.approval import (
+    APPROVAL_REJECTED,
+    ApprovalError,
+    Decision,
+    DecisionLimitError,
+    PendingDecision,
+)
 from prism_tools.artifacts import ArtifactCheck, ArtifactFailed, ArtifactIssue
 from prism_tools.checkpoints import (
     CheckpointStore,
@@ -169,6 +175,7 @@ __all__ = [
     "CheckpointStore",
     "ContributionRegistries",
     "Decision",
+    "DecisionLimitError",
     "DuplicateToolError",
     "ErrorInfo",
     "FunctionGuardrail",

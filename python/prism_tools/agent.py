@@ -23,8 +23,10 @@ from prism_tools import _json
 from prism_tools._frozen import builder
 from prism_tools.approval import (
     APPROVAL_REJECTED,
+    MAX_PENDING_DECISIONS,
     ApprovalError,
     Decision,
+    DecisionLimitError,
     PendingDecision,
     StickyRule,
     Suspension,
@@ -347,6 +349,8 @@ class Agent:
         validate: ToolValidator | None,
         effect_store: ToolEffectStore | None,
         interrupt_before_tool: bool | None,
+        guardrails: Guardrails | None = None,
+        loop: LoopOptions | Mapping[str, Any] | None = None,
     ) -> None:
         """Refuses per-run options this agent does not allow (a secure agent refuses some)."""
 
@@ -558,6 +562,8 @@ class Session:
             validate=validate,
             effect_store=effect_store,
             interrupt_before_tool=interrupt_before_tool,
+            guardrails=guardrails,
+            loop=loop,
         )
         if self._active:
             raise SessionBusyError("Agent session already has an active run")
@@ -597,7 +603,7 @@ class Session:
     @property
     def pending(self) -> tuple[PendingDecision, ...]:
         """The tool calls waiting for approval (empty unless a run is suspended)."""
-        return () if self.suspension is None else self.suspension.pending
+        return () if self.suspension is None else self.suspension.outstanding
 
     async def resume(
         self,
@@ -617,12 +623,14 @@ class Session:
     ) -> RunResult:
         """Answers a suspended run's pending calls and continues it.
 
-        ``decisions`` maps each pending approval id (or tool call id) to a :class:`Decision`
-        (or just its action). Approved calls go through the whole dispatch path again (scope,
-        guardrails, permission, validation, effects); rejected ones get an
+        ``decisions`` maps pending approval ids (or tool call ids) to a :class:`Decision`
+        (or just its action). While some pending calls still have no decision the run stays
+        suspended: the decisions are kept and a ``suspended`` result lists the calls left;
+        nothing runs. Once every call has one, approved calls go through the whole dispatch
+        path again (scope, guardrails, permission, validation, effects); rejected ones get an
         ``approval_rejected`` row and never run. Then the run goes on with the next provider
-        turn, and may suspend again. Unknown, repeated or missing decisions raise
-        ``ApprovalError`` before anything runs. The run keeps its id, grant (shrunk to the
+        turn, and may suspend again. Unknown or repeated decisions raise ``ApprovalError``
+        before anything runs. The run keeps its id, grant (shrunk to the
         tools registered now), counters and limits (``limits`` can only narrow them); objects
         that JSON cannot hold (``validate``, ``guardrails``, ``loop``, ``effect_store``, the
         scoping hooks) are the agent's unless given again here.
@@ -631,12 +639,18 @@ class Session:
         if suspension is None:
             raise ApprovalError("Session has no pending tool approvals to resume")
         self.agent.check_run_options(
-            validate=validate, effect_store=effect_store, interrupt_before_tool=None
+            validate=validate,
+            effect_store=effect_store,
+            interrupt_before_tool=None,
+            guardrails=guardrails,
+            loop=loop,
         )
         if self._active:
             raise SessionBusyError("Agent session already has an active run")
-        chosen = match_decisions(suspension.pending, decisions)
+        chosen = {**suspension.decided, **match_decisions(suspension.outstanding, decisions)}
         calls = self._suspended_calls(suspension)
+        if len(chosen) < len(suspension.pending):
+            return self._still_suspended(replace(suspension, decided=chosen))
         run_loop = read_loop(loop) if loop is not None else self.agent.loop
         if run_loop.strategy != "single-shot":
             raise TypeError("resume continues single-shot runs only")
@@ -669,6 +683,20 @@ class Session:
             return await run.execute()
         finally:
             self._active = False
+
+    def _still_suspended(self, suspension: Suspension) -> RunResult:
+        """Keeps a partial batch of decisions and reports the calls still waiting."""
+        self.suspension = suspension
+        if self.agent.checkpoints is not None:
+            self.agent.checkpoints.save(self.id, self.state)
+        return RunResult(
+            status="suspended",
+            output_text="",
+            messages=tuple(self.messages),
+            finish_reason=APPROVAL_REQUIRED,
+            run_id=suspension.run_id,
+            pending=suspension.outstanding,
+        )
 
     def _suspended_calls(self, suspension: Suspension) -> tuple[ToolCall, ...]:
         """The suspended round's calls, from the transcript, in call order."""
@@ -1123,6 +1151,10 @@ class _Run:
 
     def suspend(self, calls: Sequence[ToolCall], gated: Sequence[ToolCall], rounds: int) -> None:
         """Records the round as waiting: nothing of it has run."""
+        if len(gated) > MAX_PENDING_DECISIONS:
+            raise DecisionLimitError(
+                f"Pending decisions exceed {MAX_PENDING_DECISIONS} per run ({len(gated)} calls)"
+            )
         self.pending = tuple(
             PendingDecision(
                 f"approval_{uuid.uuid4().hex}",

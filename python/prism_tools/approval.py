@@ -28,12 +28,21 @@ APPROVAL_REJECTED: Final = "approval_rejected"
 MAX_REASON_CHARS: Final = 1000
 """Longest ``Decision.reason`` accepted."""
 
+MAX_PENDING_DECISIONS: Final = 32
+"""Most calls one suspension may wait on; a round that would need more fails the run."""
+
 
 class ApprovalError(PrismError, ValueError):
     """Decisions that do not answer a suspended run's pending calls exactly, or a resume of a
     session with nothing pending. Nothing has run when it is raised."""
 
     code = "ERR_PRISM_APPROVAL"
+
+
+class DecisionLimitError(ApprovalError):
+    """A tool round would suspend with more than ``MAX_PENDING_DECISIONS`` pending calls."""
+
+    code = "ERR_PRISM_DECISION_LIMIT"
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +107,9 @@ class Decision:
     def approves(self) -> bool:
         return self.action in APPROVING
 
+    def to_dict(self) -> dict[str, JSONValue]:
+        return {"action": self.action, "arguments": self.arguments, "reason": self.reason}
+
     def rejection_message(self) -> str:
         if self.reason:
             return self.reason
@@ -119,8 +131,9 @@ def read_decision(value: Decision | str | Mapping[str, Any]) -> Decision:
 
 
 def match_decisions(pending: Sequence[PendingDecision], decisions: Any) -> dict[str, Decision]:
-    """Decisions keyed by tool call id, exactly one per pending call; keys may be approval ids
-    or tool call ids. Raises ``ApprovalError`` for unknown or repeated keys and missing calls."""
+    """Decisions keyed by tool call id for some or all of ``pending``; keys may be approval ids
+    or tool call ids. Raises ``ApprovalError`` for an empty batch and for unknown or repeated
+    keys; calls left out stay pending."""
     if not isinstance(decisions, Mapping) or not decisions:
         raise ApprovalError("decisions must be a non-empty mapping of approval id to Decision")
     by_approval = {item.approval_id: item for item in pending}
@@ -135,9 +148,6 @@ def match_decisions(pending: Sequence[PendingDecision], decisions: Any) -> dict[
         if item.tool_call_id in chosen:
             raise ApprovalError(f"More than one decision for tool call {item.tool_call_id!r}")
         chosen[item.tool_call_id] = read_decision(value)
-    missing = [item.approval_id for item in pending if item.tool_call_id not in chosen]
-    if missing:
-        raise ApprovalError(f"Missing decisions for: {', '.join(missing)}")
     return chosen
 
 
@@ -175,6 +185,14 @@ class Suspension:
     counts: Mapping[str, int]
     sticky: Mapping[str, StickyRule] = field(default_factory=dict)
     metadata: Mapping[str, JSONValue] = field(default_factory=dict)
+    decided: Mapping[str, Decision] = field(default_factory=dict)
+    """Decisions already given for some pending calls, by tool call id; the round runs once
+    every pending call has one."""
+
+    @property
+    def outstanding(self) -> tuple[PendingDecision, ...]:
+        """The pending calls still without a decision."""
+        return tuple(item for item in self.pending if item.tool_call_id not in self.decided)
 
     def to_dict(self) -> dict[str, JSONValue]:
         return {
@@ -192,6 +210,7 @@ class Suspension:
                 for name, rule in self.sticky.items()
             },
             "metadata": json.loads(json.dumps(dict(self.metadata), default=str)),
+            "decided": {call_id: item.to_dict() for call_id, item in self.decided.items()},
         }
 
     @classmethod
@@ -216,20 +235,28 @@ class Suspension:
                 counts={str(k): int(v) for k, v in dict(data["counts"]).items()},
                 sticky=sticky,
                 metadata=dict(data.get("metadata") or {}),
+                decided={
+                    str(call_id): read_decision(item)
+                    for call_id, item in dict(data.get("decided") or {}).items()
+                },
             )
-        except (KeyError, TypeError) as err:
+        except (KeyError, TypeError, ApprovalError) as err:
             raise ValueError(f"session state 'suspension' is malformed: {err}") from err
-        if not suspension.pending:
+        if not suspension.outstanding:
             raise ValueError("session state 'suspension' has no pending decisions")
+        if not set(suspension.decided) <= {item.tool_call_id for item in suspension.pending}:
+            raise ValueError("session state 'suspension' has decisions for calls it does not hold")
         return suspension
 
 
 __all__ = [
     "APPROVAL_ACTIONS",
     "APPROVAL_REJECTED",
+    "MAX_PENDING_DECISIONS",
     "MAX_REASON_CHARS",
     "ApprovalAction",
     "ApprovalError",
     "Decision",
+    "DecisionLimitError",
     "PendingDecision",
 ]

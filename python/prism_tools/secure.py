@@ -57,8 +57,13 @@ class SecureAgent(Agent):
         validate: ToolValidator | None,
         effect_store: ToolEffectStore | None,
         interrupt_before_tool: bool | None,
+        guardrails: Guardrails | None = None,
+        loop: LoopOptions | Mapping[str, Any] | None = None,
     ) -> None:
-        if validate is not None or effect_store is not None or interrupt_before_tool is False:
+        # Guardrails and the loop are part of what was reviewed when the agent was built, so a
+        # run may not add to or replace them either.
+        replaced = (validate, effect_store, guardrails, loop)
+        if any(option is not None for option in replaced) or interrupt_before_tool is False:
             raise TypeError(PER_RUN_REFUSED)
 
 
