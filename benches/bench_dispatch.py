@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -470,3 +470,43 @@ def test_filter_comprehension(benchmark: Any) -> None:
     benchmark.group = FILTER
     benchmark.extra_info["calls_per_round"] = 1
     benchmark(comprehension)
+
+
+# ------------------------------------------------------------------------------------- ratios
+
+FLOOR_TARGET = 4.0
+"""Ours / floor per no-op call, at most."""
+PEER_TARGETS = {"test_noop_openai_agents": 8.0, "test_noop_langchain_core": 100.0}
+"""Peer time / ours per no-op call, at least."""
+AUDIT_TARGET = 3.0
+"""Ours with events and a ledger / ours without them, at most."""
+
+
+def per_call_micros(reports: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Microseconds per call (or lookup) of every row, keyed by test name: each row's lowest
+    median over the loaded ``--benchmark-json`` documents, divided by its calls per round."""
+    best: dict[str, float] = {}
+    for report in reports:
+        for bench in report["benchmarks"]:
+            if bench.get("group") not in (DISPATCH, AUDIT, GET, FILTER):
+                continue
+            calls = bench.get("extra_info", {}).get("calls_per_round", 1)
+            micros = bench["stats"]["median"] * 1e6 / calls
+            best[bench["name"]] = min(micros, best.get(bench["name"], float("inf")))
+    return best
+
+
+def target_ratios(best: dict[str, float]) -> dict[str, float | None]:
+    """The ratios the targets speak of (None: a row is missing): ``floor`` (ours / floor),
+    each ``PEER_TARGETS`` row (peer / ours) and ``audit`` (events+ledger / without)."""
+
+    def ratio(top: str, bottom: str) -> float | None:
+        if top in best and best.get(bottom):
+            return best[top] / best[bottom]
+        return None
+
+    ratios = {"floor": ratio("test_noop_ours", "test_noop_floor")}
+    for peer in PEER_TARGETS:
+        ratios[peer] = ratio(peer, "test_noop_ours")
+    ratios["audit"] = ratio("test_audit_events_and_ledger", "test_audit_off")
+    return ratios

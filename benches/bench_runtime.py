@@ -654,14 +654,14 @@ Key = tuple[str, str, str]
 """(group, engine, case) of a row."""
 
 
-def ratio_report(paths: Sequence[str]) -> str:
-    """Markdown tables of microseconds per run, ratios and verdicts from benchmark JSON: on each
-    row's lowest median over the files, then the verdicts again on the lowest minimum."""
+def best_per_run(
+    reports: Sequence[dict[str, Any]],
+) -> tuple[dict[Key, float], dict[Key, float]]:
+    """Microseconds per run of every row: the lowest median and the lowest minimum over the
+    loaded ``--benchmark-json`` documents."""
     medians: dict[Key, float] = {}
     minimums: dict[Key, float] = {}
-    for path in paths:
-        with open(path, encoding="utf-8") as handle:
-            report = json.load(handle)
+    for report in reports:
         for bench in report["benchmarks"]:
             info = bench.get("extra_info", {})
             if "engine" not in info or bench.get("group") not in (TURNS, WIDE):
@@ -671,6 +671,53 @@ def ratio_report(paths: Sequence[str]) -> str:
             for best, stat in ((medians, "median"), (minimums, "min")):
                 micros = bench["stats"][stat] * 1e6 / runs
                 best[key] = min(micros, best.get(key, float("inf")))
+    return medians, minimums
+
+
+def peer_ratios(best: dict[Key, float]) -> dict[str, float]:
+    """Peer time / ours (``fresh agent``) per 3-turn run, for every peer measured."""
+    ours = best.get((TURNS, "ours", "fresh agent"))
+    if ours is None:
+        return {}
+    return {
+        engine: other / ours
+        for (group, engine, _), other in best.items()
+        if group == TURNS and engine != "ours"
+    }
+
+
+def wide_numbers(best: dict[Key, float]) -> dict[str, float]:
+    """The 64-call round: ``whole`` (ours / gather, whole run), and when the one-call rows were
+    measured, ``marginal`` and ``gather_call`` (us per call from ``(T64 - T1) / 63``),
+    ``per_call`` (their ratio) and ``fixed`` (ours' T1 - gather's T1); missing rows leave keys
+    out."""
+    run64 = best.get((WIDE, "ours", f"session.run, {WIDE_CALLS} calls"))
+    run1 = best.get((WIDE, "ours", "session.run, 1 call"))
+    gather64 = best.get((WIDE, "asyncio.gather", f"gather, {WIDE_CALLS} calls"))
+    gather1 = best.get((WIDE, "asyncio.gather", "gather, 1 call"))
+    if run64 is None or gather64 is None:
+        return {}
+    numbers = {"run64": run64, "gather64": gather64, "whole": run64 / gather64}
+    if run1 is not None and gather1 is not None:
+        marginal = (run64 - run1) / (WIDE_CALLS - 1)
+        gather_call = (gather64 - gather1) / (WIDE_CALLS - 1)
+        numbers |= {
+            "marginal": marginal,
+            "gather_call": gather_call,
+            "per_call": marginal / gather_call,
+            "fixed": run1 - gather1,
+        }
+    return numbers
+
+
+def ratio_report(paths: Sequence[str]) -> str:
+    """Markdown tables of microseconds per run, ratios and verdicts from benchmark JSON: on each
+    row's lowest median over the files, then the verdicts again on the lowest minimum."""
+    reports = []
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            reports.append(json.load(handle))
+    medians, minimums = best_per_run(reports)
     lines = [f"Median per run, lowest over {len(paths)} run(s); microseconds.", ""]
     lines += [*turns_table(medians), "", *wide_table(medians), ""]
     lines += [f"### {TURNS}: verdicts on medians", "", *turns_verdicts(medians)]
@@ -696,17 +743,15 @@ def turns_table(best: dict[Key, float]) -> list[str]:
 
 def turns_verdicts(best: dict[Key, float]) -> list[str]:
     ours = best.get((TURNS, "ours", "fresh agent"))
+    if ours is None:
+        return [f"- {engine}: ours not measured" for (group, engine, _) in best if group == TURNS]
     lines = []
-    for (group, engine, _), other in best.items():
-        if group != TURNS or engine == "ours":
-            continue
-        if ours is None:
-            lines.append(f"- {engine}: ours not measured")
-            continue
-        state = "met" if other / ours >= PEER_TARGET else "NOT met"
+    for engine, ratio in peer_ratios(best).items():
+        other = best[next(key for key in best if key[0] == TURNS and key[1] == engine)]
+        state = "met" if ratio >= PEER_TARGET else "NOT met"
         lines.append(
             f"- {engine} / ours (fresh agent) = {fmt(other)} / {fmt(ours)} = "
-            f"{other / ours:.1f}x, target >= {PEER_TARGET:g}x: **{state}**"
+            f"{ratio:.1f}x, target >= {PEER_TARGET:g}x: **{state}**"
         )
     return lines
 
@@ -721,46 +766,52 @@ def wide_table(best: dict[Key, float]) -> list[str]:
 
 
 def wide_verdicts(best: dict[Key, float], *, pieces: bool = True) -> list[str]:
-    run64 = best.get((WIDE, "ours", f"session.run, {WIDE_CALLS} calls"))
-    run1 = best.get((WIDE, "ours", "session.run, 1 call"))
-    gather64 = best.get((WIDE, "asyncio.gather", f"gather, {WIDE_CALLS} calls"))
-    gather1 = best.get((WIDE, "asyncio.gather", "gather, 1 call"))
-    if run64 is None or gather64 is None:
+    numbers = wide_numbers(best)
+    if not numbers:
         return [f"- ours / gather <= {GATHER_TARGET:g}: not measured"]
-    state = "met" if run64 / gather64 <= GATHER_TARGET else "NOT met"
+    run64, gather64 = numbers["run64"], numbers["gather64"]
+    state = "met" if numbers["whole"] <= GATHER_TARGET else "NOT met"
     lines = [
-        f"- whole run: ours {fmt(run64)} / gather {fmt(gather64)} = {run64 / gather64:.2f}x, "
+        f"- whole run: ours {fmt(run64)} / gather {fmt(gather64)} = {numbers['whole']:.2f}x, "
         f"target <= {GATHER_TARGET:g}x: **{state}**"
     ]
-    if run1 is None or gather1 is None:
+    if "marginal" not in numbers:
         return lines
-    marginal = (run64 - run1) / (WIDE_CALLS - 1)
-    gather_call = (gather64 - gather1) / (WIDE_CALLS - 1)
-    state = "met" if marginal / gather_call <= GATHER_TARGET else "NOT met"
+    marginal, gather_call = numbers["marginal"], numbers["gather_call"]
+    state = "met" if numbers["per_call"] <= GATHER_TARGET else "NOT met"
     lines.append(
         f"- per call (marginal, (T64 - T1) / 63): ours {fmt(marginal)} / gather "
-        f"{fmt(gather_call)} = {marginal / gather_call:.2f}x: **{state}**; ours' fixed cost "
-        f"(two turns and the run, T1 - gather T1): {fmt(run1 - gather1)}"
+        f"{fmt(gather_call)} = {numbers['per_call']:.2f}x: **{state}**; ours' fixed cost "
+        f"(two turns and the run, T1 - gather T1): {fmt(numbers['fixed'])}"
     )
-    dispatch = best.get((WIDE, "ours dispatch only", "8 workers x dispatch_tool_call, event sink"))
-    bare = best.get((WIDE, "ours dispatch only", "8 workers x dispatch_tool_call, no sink"))
-    workers = best.get((WIDE, "bare workers", "8 workers x tool coroutine"))
-    if not pieces or workers is None or bare is None or dispatch is None:
+    steps = call_breakdown(best)
+    if not pieces or not steps:
         return lines
-    steps = (
-        ("8 bare workers: claim, call the tool, sleep(0)", workers / WIDE_CALLS),
-        ("+ dispatch_tool_call, no event sink", (bare - workers) / WIDE_CALLS),
-        ("+ its two events to a sink", (dispatch - bare) / WIDE_CALLS),
-        (
-            "+ the runtime around dispatch (context, forward, limits, transcript row)",
-            marginal - dispatch / WIDE_CALLS,
-        ),
-    )
     lines += ["", "Where one call's time goes (us per call, differences of medians):", ""]
     lines += [f"- {label}: {fmt(micros)}" for label, micros in steps]
     lines.append(f"- = ours per call (marginal): {fmt(marginal)}")
     lines.append(f"- asyncio.gather per call (64 tasks): {fmt(gather64 / WIDE_CALLS)}")
     return lines
+
+
+def call_breakdown(best: dict[Key, float]) -> list[tuple[str, float]]:
+    """Where one call of the 64-call round goes, us per call from differences of rows; empty
+    when a row it needs was not measured."""
+    numbers = wide_numbers(best)
+    dispatch = best.get((WIDE, "ours dispatch only", "8 workers x dispatch_tool_call, event sink"))
+    bare = best.get((WIDE, "ours dispatch only", "8 workers x dispatch_tool_call, no sink"))
+    workers = best.get((WIDE, "bare workers", "8 workers x tool coroutine"))
+    if "marginal" not in numbers or workers is None or bare is None or dispatch is None:
+        return []
+    return [
+        ("8 bare workers: claim, call the tool, sleep(0)", workers / WIDE_CALLS),
+        ("+ dispatch_tool_call, no event sink", (bare - workers) / WIDE_CALLS),
+        ("+ its two events to a sink", (dispatch - bare) / WIDE_CALLS),
+        (
+            "+ the runtime around dispatch (context, forward, limits, transcript row)",
+            numbers["marginal"] - dispatch / WIDE_CALLS,
+        ),
+    ]
 
 
 def fmt(micros: float | None) -> str:

@@ -239,12 +239,15 @@ def cap(size: int) -> int:
 # ------------------------------------------------------------------------------------- ratios
 
 
-def ratio_report(paths: Sequence[str]) -> str:
-    """Markdown tables of per-query and per-build microseconds and ratios from benchmark JSON."""
-    best: dict[tuple[str, str, int], float] = {}
-    for path in paths:
-        with open(path, encoding="utf-8") as handle:
-            report = json.load(handle)
+Key = tuple[str, str, int]
+"""(op, engine, size) of a row: op is ``search``, ``build`` or ``piece``."""
+
+
+def best_micros(reports: Sequence[dict[str, Any]]) -> dict[Key, float]:
+    """Microseconds per query (search and piece rows) or per build, each row's lowest median
+    over the loaded ``--benchmark-json`` documents."""
+    best: dict[Key, float] = {}
+    for report in reports:
         for bench in report["benchmarks"]:
             info = bench.get("extra_info", {})
             if "engine" not in info:
@@ -252,6 +255,25 @@ def ratio_report(paths: Sequence[str]) -> str:
             key = (info["op"], info["engine"], int(info["size"]))
             micros = bench["stats"]["median"] * 1e6 / info.get("queries_per_call", 1)
             best[key] = min(micros, best.get(key, float("inf")))
+    return best
+
+
+def target_ratios(best: dict[Key, float]) -> dict[tuple[str, str], float | None]:
+    """Ours / peer at ``TARGET_SIZE`` tools for each entry of ``TARGETS`` (None: not measured)."""
+    ratios: dict[tuple[str, str], float | None] = {}
+    for op, peer in TARGETS:
+        ours, other = best.get((op, "ours", TARGET_SIZE)), best.get((op, peer, TARGET_SIZE))
+        ratios[op, peer] = ours / other if ours is not None and other else None
+    return ratios
+
+
+def ratio_report(paths: Sequence[str]) -> str:
+    """Markdown tables of per-query and per-build microseconds and ratios from benchmark JSON."""
+    reports = []
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            reports.append(json.load(handle))
+    best = best_micros(reports)
     lines = [f"Median per operation, lowest over {len(paths)} run(s); microseconds.", ""]
     for op, unit, peers in (
         ("search", "us per query", ("bm25s", "bm25s get_scores", "rank_bm25")),
@@ -273,13 +295,13 @@ def ratio_report(paths: Sequence[str]) -> str:
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     lines += [f"### targets at {TARGET_SIZE:,} tools", ""]
-    for (op, peer), target in TARGETS.items():
-        ours, other = best.get((op, "ours", TARGET_SIZE)), best.get((op, peer, TARGET_SIZE))
-        if ours is None or other is None:
+    for (op, peer), ratio in target_ratios(best).items():
+        target = TARGETS[op, peer]
+        if ratio is None:
             lines.append(f"- {op}: ours/{peer} <= {target}: not measured")
             continue
-        state = "met" if ours / other <= target else "NOT met"
-        lines.append(f"- {op}: ours/{peer} = {ours / other:.4f}, target <= {target}: **{state}**")
+        state = "met" if ratio <= target else "NOT met"
+        lines.append(f"- {op}: ours/{peer} = {ratio:.4f}, target <= {target}: **{state}**")
     pieces = sorted(
         ((engine, micros) for (op, engine, _), micros in best.items() if op == "piece"),
         key=lambda item: item[1],

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -649,3 +649,60 @@ def test_cache_noop_floor(benchmark: Any) -> None:
         return schema
 
     time_it(benchmark, CACHE, noop)
+
+
+# ------------------------------------------------------------------------------------- ratios
+
+TEXT_TARGETS = {"small": 1.0, "large": 0.8}
+"""Ours / (``orjson.loads`` + jsonschema-rs ``is_valid``) from argument text, at most."""
+INVALID_TARGET = 0.3
+"""Ours' full report / jsonschema-rs collecting every error, at most."""
+COMPILE_TARGET = 1.2
+"""Ours' compile and guards / ``jsonschema_rs.validator_for``, at most."""
+CACHE_TARGET = 0.02
+"""A cache hit / a small validation, under."""
+
+
+def per_call_micros(reports: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Microseconds per call of every row, keyed by test name with its parameter
+    (``test_text_ours[small]``): each row's lowest median over the loaded ``--benchmark-json``
+    documents (``time_it`` rounds already report per call)."""
+    groups = {*TEXT_GROUP.values(), *DICT_GROUP.values(), *COMPILE_GROUP.values(), INVALID, CACHE}
+    best: dict[str, float] = {}
+    for report in reports:
+        for bench in report["benchmarks"]:
+            if bench.get("group") not in groups:
+                continue
+            micros = bench["stats"]["median"] * 1e6
+            best[bench["name"]] = min(micros, best.get(bench["name"], float("inf")))
+    return best
+
+
+def target_ratios(best: dict[str, float]) -> dict[str, float | None]:
+    """The ratios the targets speak of (None: a row is missing): ``text small``/``text large``,
+    ``invalid``, ``compile small``/``compile large``, ``cache`` (hit / small validation) and
+    ``cache above floor`` (both with the no-op call floor taken off, for information)."""
+
+    def ratio(top: str, bottom: str, floor: float = 0.0) -> float | None:
+        if top in best and bottom in best and best[bottom] - floor > 0:
+            return (best[top] - floor) / (best[bottom] - floor)
+        return None
+
+    ratios: dict[str, float | None] = {}
+    for case in CASES:
+        ratios[f"text {case}"] = ratio(
+            f"test_text_ours[{case}]", f"test_text_jsonschema_rs[{case}]"
+        )
+    ratios["invalid"] = ratio("test_invalid_ours_tool_validator", "test_invalid_jsonschema_rs")
+    for case in CASES:
+        ratios[f"compile {case}"] = ratio(
+            f"test_compile_ours[{case}]", f"test_compile_jsonschema_rs[{case}]"
+        )
+    ratios["cache"] = ratio("test_cache_hit_ours", "test_cache_small_validation")
+    floor = best.get("test_cache_noop_floor")
+    ratios["cache above floor"] = (
+        None
+        if floor is None
+        else ratio("test_cache_hit_ours", "test_cache_small_validation", floor)
+    )
+    return ratios

@@ -291,6 +291,27 @@ def table(dataset: Dataset, data: Data, rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
+def as_json(dataset: Dataset, data: Data, rows: Sequence[Row]) -> dict[str, Any]:
+    """One dataset's results as plain JSON (``--json``): the same numbers as ``table``."""
+    engines: dict[str, Any] = {}
+    for row in rows:
+        if row.result is None:
+            engines[row.engine] = {"note": row.note}
+            continue
+        engines[row.engine] = {
+            "recall": {str(k): value for k, value in row.result.recall.items()},
+            "mrr": row.result.mrr,
+            "seconds": row.seconds,
+        }
+    return {
+        "title": dataset.title,
+        "tools": len(data.tools),
+        "queries": len(data.queries),
+        "targets": {str(k): target for k, target in dataset.targets.items()},
+        "engines": engines,
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -305,11 +326,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=list(ENGINES),
         help="engine to run (repeatable; default: all)",
     )
+    parser.add_argument(
+        "--json",
+        metavar="PATH",
+        help="also write the numbers as JSON to PATH (benches/report.py reads it)",
+    )
     args = parser.parse_args(argv)
     chosen = list(DATASETS.values()) if args.dataset == "all" else [DATASETS[args.dataset]]
     missing = missing_data(chosen)
     if missing:
         reason = "retrieval data not present: " + ", ".join(str(path) for path in missing)
+        if args.json:
+            write_json(args.json, {"skipped": reason, "datasets": {}})
         if os.environ.get("CI") == "true":
             print(f"search_quality: FAILED under CI: {reason}", file=sys.stderr)
             return 1
@@ -320,11 +348,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     print(f"prism_tools {prism_tools.__version__} from {Path(prism_tools.__file__).parent}")
     print(f"top {TOP_K}; peers: k1={PEER_K1}, b={PEER_B}, reference-analyzer tokens\n")
+    found: dict[str, Any] = {}
     for dataset in chosen:
         data = load(dataset)
-        print(table(dataset, data, evaluate(data, args.engine or tuple(ENGINES))))
+        rows = evaluate(data, args.engine or tuple(ENGINES))
+        found[dataset.key] = as_json(dataset, data, rows)
+        print(table(dataset, data, rows))
         print()
+    if args.json:
+        write_json(args.json, {"top_k": TOP_K, "k1": PEER_K1, "b": PEER_B, "datasets": found})
     return 0
+
+
+def write_json(path: str, document: dict[str, Any]) -> None:
+    Path(path).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
