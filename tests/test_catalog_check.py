@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from prism_tools.catalog_check import CatalogProblem, check_catalog
+from prism_tools.catalog_check import CatalogFinding, check_catalog
 from prism_tools.examples import example_tools
 from prism_tools.types import ToolDefinition
 
@@ -73,7 +73,7 @@ def test_missing_schemas_count_and_fail_only_when_required() -> None:
 
 def test_load_problems_merge_in_entry_order_with_the_catalog_positions() -> None:
     # Entry 1 could not be loaded, so the tools sit at entries 0 and 2.
-    dropped = CatalogProblem(1, None, "invalid_entry", "entry has no name", "invalid_entry")
+    dropped = CatalogFinding(1, None, "invalid_entry", "entry has no name", "invalid_entry")
     result = check_catalog(
         [tool("a", OBJECT), tool("a", {"$ref": "file:///etc/passwd"})],
         indexes=[0, 2],

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from prism_tools import BLOCKED_REASONS, ToolExecutionContext, __version__
 from prism_tools.cli import main
 from prism_tools.demo import DEMO_SECRET, run_demo
 from prism_tools.examples import EXCLUSIVE_TOOL, PROGRESS_TOOL, example_tools
+from prism_tools.formats import load_catalog
 from prism_tools.validation import create_json_schema_tool_argument_validator
 
 
@@ -183,3 +185,206 @@ def test_usage_errors_return_a_status_instead_of_exiting(
     assert main(["list", "--domain", "astrology"]) == 2
     assert main(["--help"]) == 0
     assert "demo" in capsys.readouterr().out
+
+
+# --- check, search, export, bench -------------------------------------------------------------
+
+CATALOGS = Path(__file__).resolve().parent / "data" / "catalogs"
+
+
+def run_cli_both(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "openai_chat.json",
+        "openai_responses.json",
+        "anthropic.json",
+        "gemini.json",
+        "mcp.json",
+        "plain.json",
+        "plain.jsonl",
+    ],
+)
+def test_check_passes_every_sample_format(capsys: pytest.CaptureFixture[str], name: str) -> None:
+    status, out, err = run_cli_both(capsys, "check", str(CATALOGS / name))
+    assert (status, err) == (0, "")
+    assert out.splitlines()[-1] == "3 schema(s) passed the guards; ok"
+
+
+def test_check_lists_every_bad_entry_and_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run_cli_both(capsys, "check", str(CATALOGS / "malformed.json"))
+    assert status == 1
+    assert err == ""
+    lines = out.splitlines()
+    assert lines[0].endswith("1 tools (plain)")
+    assert [line.split(":")[0].strip() for line in lines[1:-1]] == [
+        "entry 1",
+        "entry 2 ('bad_params')",
+        "entry 3",
+        "entry 4 ('two_schemas')",
+        "entry 5",
+    ]
+    assert lines[-1] == "1 schema(s) passed the guards; 5 problem(s)"
+
+
+def hostile_catalog(tmp_path: Path) -> Path:
+    deep: dict[str, Any] = {"type": "string"}
+    for _ in range(80):
+        deep = {"type": "object", "properties": {"x": deep}}
+    entries = [
+        {"name": "fine", "parameters": {"type": "object"}},
+        {"name": "remote", "parameters": {"$ref": "https://example.com/s.json"}},
+        {"name": "fine", "parameters": {"type": "object"}},
+        {"name": "deep", "parameters": deep},
+        {"name": "no_schema"},
+    ]
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps(entries), encoding="utf-8")
+    return path
+
+
+def test_check_reports_refused_schemas_and_duplicates(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = hostile_catalog(tmp_path)
+    status, out, _ = run_cli_both(capsys, "check", str(path))
+    assert status == 1
+    assert "entry 1 ('remote'): " in out
+    assert "entry 2 ('fine'): duplicate tool name 'fine' (first at entry 0)" in out
+    assert "entry 3 ('deep'): " in out
+    assert "1 tool(s) have no parameters schema" in out
+
+    status, out, _ = run_cli_both(capsys, "check", "--json", "--require-schema", str(path))
+    assert status == 1
+    data = json.loads(out)
+    assert data["ok"] is False
+    assert data["format"] == "plain"
+    assert [(p["index"], p["kind"]) for p in data["problems"]] == [
+        (1, "refused_schema"),
+        (2, "duplicate_name"),
+        (3, "refused_schema"),
+        (4, "missing_schema"),
+    ]
+    assert all(p["reason"] for p in data["problems"])
+
+
+def test_check_of_the_built_in_catalog_passes(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run_cli_both(capsys, "check", "--json", "@examples")
+    data = json.loads(out)
+    assert status == 0
+    assert data["ok"] is True
+    assert data["tools"] == len(example_tools())
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        (None, "cannot read"),
+        (b"{not json", "invalid JSON"),
+        (b"\xff\xfe\x00garbage", "catalog"),
+        (b"[" * 100_000, "catalog"),
+        (b"42", "catalog"),
+    ],
+)
+@pytest.mark.parametrize("command", ["check", "search", "export"])
+def test_unreadable_catalogs_are_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    command: str,
+    content: bytes | None,
+    fragment: str,
+) -> None:
+    path = tmp_path / "catalog.json"
+    if content is not None:
+        path.write_bytes(content)
+    argv = [command, str(path)] + (["weather"] if command == "search" else [])
+    status, out, err = run_cli_both(capsys, *argv)
+    assert status == 2
+    assert out == ""
+    assert err.count("\n") == 1, err
+    assert err.startswith(f"prism-tools {command}: ")
+    assert "Traceback" not in err
+
+
+def test_search_ranks_with_scores_and_matched_words(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run_cli_both(capsys, "search", "@examples", "weather forecast", "-k", "3")
+    assert status == 0
+    lines = out.splitlines()
+    assert len(lines) == 3
+    assert lines[0].split()[:2] == ["1.", "get_weather_forecast"]
+    assert "[weather, forecast]" in lines[0]
+
+    status, out, _ = run_cli_both(capsys, "search", "--json", "@examples", "weather forecast")
+    hits = json.loads(out)["hits"]
+    assert status == 0
+    assert len(hits) == 5
+    assert hits[0]["name"] == "get_weather_forecast"
+    assert hits[0]["matched"] == ["weather", "forecast"]
+    scores = [hit["score"] for hit in hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_search_of_a_file_catalog_and_bad_k(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run_cli_both(capsys, "search", str(CATALOGS / "mcp.json"), "docs")
+    assert status == 0
+    assert "search_docs" in out
+    status, _, err = run_cli_both(capsys, "search", "@examples", "q", "-k", "0")
+    assert status == 2
+    assert err.startswith("prism-tools search: -k must be between 1 and ")
+    status, out, _ = run_cli_both(capsys, "search", "@examples", "zzqqxx")
+    assert (status, out) == (0, f"no tool matches 'zzqqxx' among {len(example_tools())} tools\n")
+
+
+@pytest.mark.parametrize("shape", ["openai_chat", "openai_responses", "anthropic", "gemini", "mcp"])
+def test_export_round_trips_through_load_catalog(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, shape: str
+) -> None:
+    status, out, _ = run_cli_both(capsys, "export", str(CATALOGS / "plain.json"), "-f", shape)
+    assert status == 0
+    path = tmp_path / f"{shape}.json"
+    path.write_text(out, encoding="utf-8")
+    again = load_catalog(path)
+    original = load_catalog(CATALOGS / "plain.json")
+    assert [(t.name, t.description, t.parameters) for t in again] == [
+        (t.name, t.description, t.parameters) for t in original
+    ]
+
+
+def test_export_strict_refusal_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run_cli_both(capsys, "export", "@examples", "-f", "openai_chat", "--strict")
+    assert status == 2
+    assert out == ""
+    assert "cannot make the schema strict at /" in err
+    assert err.count("\n") == 1
+
+
+def test_bench_outside_a_checkout_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    status, out, err = run_cli_both(capsys, "bench", "--quick")
+    assert status == 2
+    assert out == ""
+    assert err.startswith("prism-tools bench: bench runs the suites of a source checkout")
+    assert err.count("\n") == 1
+
+
+def test_bench_hands_its_arguments_to_the_report_script(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    status, out, _ = run_cli_both(capsys, "bench", "--help")
+    assert status == 0
+    assert "--quick" in out
+    assert "--from-results" in out
+
+
+@pytest.mark.parametrize("command", ["check", "search", "export", "demo", "list"])
+def test_every_command_has_help(capsys: pytest.CaptureFixture[str], command: str) -> None:
+    assert main([command, "--help"]) == 0
+    assert f"prism-tools {command}" in capsys.readouterr().out

@@ -68,3 +68,34 @@ def test_readme_first_tool_builds_the_schema_it_shows() -> None:
     assert schema["required"] == ["city"]
     assert schema["additionalProperties"] is False
     assert schema["properties"]["unit"]["enum"] == ["c", "f"]  # type: ignore[index]
+
+
+def test_readme_catalog_commands_run_as_written(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shlex
+
+    from prism_tools.cli import main
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Check the catalog you already have") :]
+    block = re.search(r"```sh\n(.*?)```", section, re.DOTALL)
+    assert block is not None
+    monkeypatch.chdir(tmp_path)
+    outputs = []
+    for line in block.group(1).strip().splitlines():
+        words = shlex.split(line, comments=True)
+        assert words[0] == "prism-tools", line
+        target = None
+        if ">" in words:
+            target = words[words.index(">") + 1]
+            words = words[: words.index(">")]
+        assert main(words[1:]) == 0, line
+        out = capsys.readouterr().out
+        if target is not None:
+            (tmp_path / target).write_text(out, encoding="utf-8")
+        outputs.append(out)
+    assert outputs[1].splitlines()[-1].endswith("; ok")
+    hits = outputs[2].splitlines()
+    assert len(hits) == 3
+    assert all("[rain" in hit for hit in hits), hits

@@ -20,7 +20,7 @@ ProblemKind = Literal["invalid_entry", "duplicate_name", "refused_schema", "miss
 
 
 @dataclass(frozen=True, slots=True)
-class CatalogProblem:
+class CatalogFinding:
     """One thing wrong with a catalog entry: ``index`` is its position in the catalog (0-based),
     ``name`` its tool name when it has one, ``reason`` a stable machine-readable word (a guard
     reason such as ``schema_too_deep``, or the kind itself)."""
@@ -29,7 +29,11 @@ class CatalogProblem:
     name: str | None
     kind: ProblemKind
     message: str
-    reason: str
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.reason:
+            object.__setattr__(self, "reason", self.kind)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -49,7 +53,7 @@ class CatalogCheck:
     tools: int
     checked: int
     without_schema: int
-    problems: tuple[CatalogProblem, ...] = field(default=())
+    problems: tuple[CatalogFinding, ...] = field(default=())
 
     @property
     def ok(self) -> bool:
@@ -69,7 +73,7 @@ def check_catalog(
     tools: Sequence[ToolDefinition],
     *,
     indexes: Sequence[int] | None = None,
-    load_problems: Iterable[CatalogProblem] = (),
+    load_problems: Iterable[CatalogFinding] = (),
     require_schema: bool = False,
     progress: Callable[[int, int], None] | None = None,
 ) -> CatalogCheck:
@@ -90,7 +94,7 @@ def check_catalog(
         earlier = first_at.setdefault(tool.name, position)
         if earlier != position:
             problems.append(
-                CatalogProblem(
+                CatalogFinding(
                     position,
                     tool.name,
                     "duplicate_name",
@@ -102,7 +106,7 @@ def check_catalog(
             without_schema += 1
             if require_schema:
                 problems.append(
-                    CatalogProblem(
+                    CatalogFinding(
                         position,
                         tool.name,
                         "missing_schema",
@@ -115,7 +119,7 @@ def check_catalog(
                 adapter.check_schema(tool.parameters)
             except SchemaGuardError as err:
                 problems.append(
-                    CatalogProblem(
+                    CatalogFinding(
                         position,
                         tool.name,
                         "refused_schema",
@@ -131,4 +135,4 @@ def check_catalog(
     return CatalogCheck(len(tools), checked, without_schema, tuple(problems))
 
 
-__all__ = ["CatalogCheck", "CatalogProblem", "ProblemKind", "check_catalog"]
+__all__ = ["CatalogCheck", "CatalogFinding", "ProblemKind", "check_catalog"]

@@ -1,17 +1,47 @@
-"""The ``prism-tools`` command: ``demo``, ``list`` and ``version``."""
+"""The ``prism-tools`` command: ``demo``, ``check``, ``search``, ``export``, ``list``, ``bench``
+and ``version``.
+
+Every command returns its exit status instead of exiting: 0 success, 1 a finding (a catalog
+with problems, a demo that did not end as scripted), 2 a usage error or an input that could not
+be read. Errors are one line on stderr, never a traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import sys
-from collections.abc import Sequence
-from typing import TextIO
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TextIO, cast
 
 from prism_tools import __version__, _json
+from prism_tools.catalog_check import CatalogCheck, CatalogFinding, check_catalog
 from prism_tools.demo import format_report, report_data, run_demo
 from prism_tools.demo_agent import agent_report_data, format_agent_report, run_agent_demo
+from prism_tools.errors import PrismError
 from prism_tools.examples import example_domains, example_tools
+from prism_tools.formats import (
+    CATALOG_FORMATS,
+    CatalogFormat,
+    CatalogFormatError,
+    export_catalog,
+    load_catalog,
+    load_catalog_report,
+)
+from prism_tools.search import MAX_INDEXED_CEILING, MAX_TOP_K, ToolSearchIndex
+from prism_tools.types import ToolDefinition
+
+EXAMPLES = "@examples"
+"""The catalog argument that names the built-in example catalog instead of a file."""
+
+PROGRESS_EVERY = 100
+"""Tools between two progress lines of ``check`` on a terminal."""
+
+
+class CommandError(Exception):
+    """A one-line reason a command cannot run; ``main`` prints it and returns 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,6 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="A tool harness for LLM agents. Run 'prism-tools demo' for a tour.",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    catalog_help = (
+        f"a catalog file (JSON: OpenAI, Anthropic, Gemini, MCP or plain shapes), or {EXAMPLES} "
+        "for the built-in example catalog"
+    )
 
     demo = commands.add_parser(
         "demo",
@@ -32,13 +66,196 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
+    check = commands.add_parser(
+        "check",
+        help="check every tool schema of a catalog against the guards; report all problems",
+        description="Load a catalog (the shape is detected), run every tool's parameters "
+        "schema through the same guards and compile step dispatch uses (default limits), and "
+        "report entries that could not be read, duplicate names and refused schemas with "
+        "their reason. Exits 1 if there is any problem.",
+    )
+    check.add_argument("catalog", metavar="CATALOG", help=catalog_help)
+    check.add_argument("--json", action="store_true", help="print one JSON object")
+    check.add_argument(
+        "--require-schema",
+        action="store_true",
+        help="count a tool without a parameters schema as a problem",
+    )
+
+    search = commands.add_parser(
+        "search",
+        help="rank a catalog's tools for a query (BM25 over names and descriptions)",
+        description="Build the search index over a catalog and print the best tools for QUERY "
+        "with their scores and the query words each matched.",
+    )
+    search.add_argument("catalog", metavar="CATALOG", help=catalog_help)
+    search.add_argument("query", metavar="QUERY", help="what the agent is looking for")
+    search.add_argument(
+        "-k",
+        type=int,
+        default=5,
+        metavar="N",
+        help=f"how many tools to show (1 to {MAX_TOP_K}; default 5)",
+    )
+    search.add_argument("--json", action="store_true", help="print one JSON object")
+
+    export = commands.add_parser(
+        "export",
+        help="write a catalog in another provider's shape",
+        description="Load a catalog (the shape is detected) and print it as JSON in FORMAT.",
+    )
+    export.add_argument("catalog", metavar="CATALOG", help=catalog_help)
+    export.add_argument(
+        "--format", "-f", choices=CATALOG_FORMATS, default="plain", help="the shape to write"
+    )
+    export.add_argument(
+        "--strict",
+        action="store_true",
+        help="OpenAI strict mode: every property required, no additional properties",
+    )
+
     listing = commands.add_parser("list", help="list the example catalog's tools")
     listing.add_argument(
         "--domain", choices=example_domains(), help="only the tools of this domain"
     )
 
+    bench = commands.add_parser(
+        "bench",
+        help="run every benchmark suite against the peers and write docs/performance.md",
+        description="Run benches/report.py of a source checkout with this interpreter: every "
+        "suite, peers side by side, then the report. Needs a release build and the 'bench' "
+        "extra; arguments after 'bench' are passed on (try 'prism-tools bench --help').",
+        add_help=False,
+    )
+    bench.add_argument("bench_args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+
     commands.add_parser("version", help="print the installed version")
     return parser
+
+
+# ------------------------------------------------------------------------------------ catalogs
+
+
+def _load(source: str) -> list[ToolDefinition]:
+    if source == EXAMPLES:
+        return example_tools()
+    try:
+        return load_catalog(source)
+    except CatalogFormatError as err:
+        raise CommandError(str(err)) from None
+
+
+def _progress_printer(err: TextIO) -> Callable[[int, int], None] | None:
+    """Progress lines for long checks, only where someone watches (a terminal)."""
+    if not err.isatty():
+        return None
+
+    def report(done: int, total: int) -> None:
+        if done % PROGRESS_EVERY == 0 or done == total:
+            err.write(f"\rchecked {done}/{total} tools")
+            if done == total:
+                err.write("\n")
+            err.flush()
+
+    return report
+
+
+def _check(source: str, as_json: bool, require_schema: bool, out: TextIO, err: TextIO) -> int:
+    if source == EXAMPLES:
+        tools: Sequence[ToolDefinition] = example_tools()
+        entries: Sequence[int] | None = None
+        load_problems: list[CatalogFinding] = []
+        shape = "built-in"
+    else:
+        loaded = load_catalog_report(source)
+        unreadable = [problem for problem in loaded.problems if problem.index is None]
+        if unreadable:
+            # The document itself could not be read: nothing to check.
+            raise CommandError(unreadable[0].message)
+        tools, entries = loaded.tools, loaded.entries
+        shape = ", ".join(dict.fromkeys(loaded.formats)) or "no tools"
+        load_problems = [
+            CatalogFinding(problem.index or 0, problem.name, "invalid_entry", problem.message)
+            for problem in loaded.problems
+        ]
+    result = check_catalog(
+        tools,
+        indexes=entries,
+        load_problems=load_problems,
+        require_schema=require_schema,
+        progress=_progress_printer(err),
+    )
+    if as_json:
+        data = {"catalog": source, "format": shape, **result.to_dict()}
+        out.write(_json.dumps(data).decode("utf-8") + "\n")
+    else:
+        out.write(_format_check(source, shape, result))
+    return 0 if result.ok else 1
+
+
+def _format_check(source: str, shape: str, result: CatalogCheck) -> str:
+    lines = [f"{source}: {result.tools} tools ({shape})"]
+    for problem in result.problems:
+        if problem.kind == "invalid_entry":
+            lines.append(f"  {problem.message}")  # already says which entry
+        else:
+            lines.append(f"  entry {problem.index} ({problem.name!r}): {problem.message}")
+    if result.without_schema:
+        lines.append(f"  {result.without_schema} tool(s) have no parameters schema")
+    verdict = "ok" if result.ok else f"{len(result.problems)} problem(s)"
+    lines.append(f"{result.checked} schema(s) passed the guards; {verdict}")
+    return "\n".join(lines) + "\n"
+
+
+def _search(source: str, query: str, k: int, as_json: bool, out: TextIO) -> int:
+    if not 1 <= k <= MAX_TOP_K:
+        raise CommandError(f"-k must be between 1 and {MAX_TOP_K}, not {k}")
+    tools = _load(source)
+    if len(tools) > MAX_INDEXED_CEILING:
+        raise CommandError(
+            f"the catalog has {len(tools)} tools; search indexes at most {MAX_INDEXED_CEILING}"
+        )
+    try:
+        index = ToolSearchIndex(tools, max_indexed=max(len(tools), 1))
+        hits = index.search(query, k)
+    except (PrismError, ValueError) as error:
+        raise CommandError(str(error)) from None
+    if as_json:
+        data = {
+            "catalog": source,
+            "query": query,
+            "hits": [
+                {"name": hit.name, "score": hit.score, "matched": list(hit.matched)} for hit in hits
+            ],
+        }
+        out.write(_json.dumps(data).decode("utf-8") + "\n")
+        return 0
+    if not hits:
+        out.write(f"no tool matches {query!r} among {len(tools)} tools\n")
+        return 0
+    descriptions = {tool.name: tool.description for tool in tools}
+    width = max(len(hit.name) for hit in hits)
+    for rank, hit in enumerate(hits, start=1):
+        summary = descriptions.get(hit.name, "").strip().splitlines()
+        first = summary[0] if summary else ""
+        out.write(
+            f"{rank:>2}. {hit.name:<{width}}  {hit.score:7.3f}  "
+            f"[{', '.join(hit.matched)}]  {first[:80]}\n"
+        )
+    return 0
+
+
+def _export(source: str, shape: CatalogFormat, strict: bool, out: TextIO) -> int:
+    tools = _load(source)
+    try:
+        document = export_catalog(tools, shape, strict=strict)
+    except (CatalogFormatError, ValueError) as error:
+        raise CommandError(str(error)) from None
+    out.write(_json.dumps(document).decode("utf-8") + "\n")
+    return 0
+
+
+# -------------------------------------------------------------------------------- other commands
 
 
 def _demo(as_json: bool, out: TextIO) -> int:
@@ -64,19 +281,78 @@ def _list(domain: str | None, out: TextIO) -> int:
     return 0
 
 
+def find_checkout(start: Path | None = None) -> Path | None:
+    """The source checkout ``bench`` runs in: the nearest directory, from ``start`` (default:
+    the working directory) upwards, that holds ``benches/report.py`` and a ``pyproject.toml``."""
+    here = (start or Path.cwd()).resolve()
+    for directory in (here, *here.parents):
+        if (directory / "benches" / "report.py").is_file() and (
+            directory / "pyproject.toml"
+        ).is_file():
+            return directory
+    return None
+
+
+def _bench(args: Sequence[str]) -> int:
+    checkout = find_checkout()
+    if checkout is None:
+        raise CommandError(
+            "bench runs the suites of a source checkout (benches/ is not installed with the "
+            "package): run it inside a clone of prism-tools"
+        )
+    script = checkout / "benches" / "report.py"
+    spec = importlib.util.spec_from_file_location("prism_tools_bench_report", script)
+    if spec is None or spec.loader is None:
+        raise CommandError(f"cannot load {script}")
+    report = importlib.util.module_from_spec(spec)
+    # Registered before it runs: the report's dataclasses look their module up by name.
+    sys.modules[spec.name] = report
+    try:
+        spec.loader.exec_module(report)
+        status = report.main(list(args), command=" ".join(["prism-tools bench", *args]))
+    except SystemExit as exit_:  # the report's own argument parser (usage errors, --help)
+        code = exit_.code
+        return code if isinstance(code, int) else 0 if code is None else 2
+    finally:
+        sys.modules.pop(spec.name, None)
+    return int(status)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status instead of exiting."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["bench"]:
+        # Everything after 'bench' belongs to the report script, '--help' included, which
+        # argparse's REMAINDER would not pass on when it comes first.
+        try:
+            return _bench(arguments[1:])
+        except CommandError as error:
+            sys.stderr.write(f"prism-tools bench: {error}\n")
+            return 2
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(arguments)
     except SystemExit as exit_:
         # argparse exits on --help and on usage errors; callers get the status back instead.
         code = exit_.code
         return code if isinstance(code, int) else 0 if code is None else 2
-    out = sys.stdout
-    if args.command == "demo":
-        return _demo(args.json, out)
-    if args.command == "list":
-        return _list(args.domain, out)
+    out, err = sys.stdout, sys.stderr
+    try:
+        if args.command == "demo":
+            return _demo(args.json, out)
+        if args.command == "check":
+            return _check(args.catalog, args.json, args.require_schema, out, err)
+        if args.command == "search":
+            return _search(args.catalog, args.query, args.k, args.json, out)
+        if args.command == "export":
+            return _export(args.catalog, cast(CatalogFormat, args.format), args.strict, out)
+        if args.command == "list":
+            return _list(args.domain, out)
+    except CommandError as error:
+        err.write(f"prism-tools {args.command}: {error}\n")
+        return 2
+    except KeyboardInterrupt:
+        err.write(f"prism-tools {args.command}: interrupted\n")
+        return 130
     out.write(f"prism-tools {__version__}\n")
     return 0
