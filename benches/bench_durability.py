@@ -12,11 +12,14 @@ stored result). Dispatch then commits five writes per call: the effect store's t
   identity, no store and no ledger: what dispatch costs without durability); plain (the same five
   writes as dict updates and list appends).
 * ``durability/sqlite``: ``SqliteToolEffectStore`` and ``SqliteRunLedger``, each in its own file
-  in a temp dir. Plain: the same five writes (``INSERT`` claim, ``INSERT`` started row, ``UPDATE``
-  dispatched, ``UPDATE`` completed, ``INSERT`` finished row) as single autocommitted statements
-  on two connections of their own to two fresh files made with the same schema (the library makes
-  the tables, then the plain rows never touch it). Both sides run ``journal_mode=WAL`` and
-  ``synchronous=FULL``: every commit fsyncs the WAL.
+  in a temp dir. Plain: the same five writes with the statements the library runs (``INSERT ...
+  ON CONFLICT DO NOTHING`` claim, ``INSERT`` started row, ``UPDATE ... WHERE version = ? AND
+  claim_token IS ?`` dispatched, the same ``UPDATE`` completed, ``INSERT`` finished row) as
+  single autocommitted statements on two connections of their own to two fresh files made with
+  the same schema (the library makes the tables, then the plain rows never touch it). Both
+  sides run ``journal_mode=WAL`` and ``synchronous=FULL``: every commit fsyncs the WAL. (Ours
+  may commit the writes of concurrent calls together; each call still proceeds only after its
+  writes are committed.)
 * ``durability/postgres``: ``PostgresToolEffectStore`` and ``PostgresRunLedger``, each given the
   DSN (one connection each, as a DSN gives), tables in a schema of their own. Plain: the same five
   statements with psycopg autocommit on two connections of its own in another schema. The
@@ -27,6 +30,9 @@ stored result). Dispatch then commits five writes per call: the effect store's t
 In the SQLite and PostgreSQL groups two more ours rows split the cost: ``store only`` (that
 backend's effect store, in-memory ledger) and ``ledger only`` (in-memory store, that backend's
 ledger).
+
+Row order: ours ``full`` and plain run back to back for each concurrency (a slow spell of the
+shared disk then lands on both sides of a ratio), then the split rows.
 
 Concurrency 16: 16 worker coroutines take calls from one counter and await ``dispatch_tool_call``
 (ours) or ``asyncio.to_thread`` of one call's five writes (plain; each connection behind a lock,
@@ -280,12 +286,7 @@ def run_ours(
     )
 
 
-PARTS = ("full", "store only", "ledger only")
-
-
-@pytest.mark.parametrize("concurrency", CONCURRENCY, ids=lambda c: f"c{c}")
-@pytest.mark.parametrize("part", ["full", "bare dispatch"])
-def test_memory_ours(
+def memory_ours(
     benchmark: Any, loop: asyncio.AbstractEventLoop, concurrency: int, part: str
 ) -> None:
     if part == "bare dispatch":
@@ -295,9 +296,7 @@ def test_memory_ours(
     run_ours(benchmark, loop, "memory", concurrency, ledger, store, part, "in memory, no fsync")
 
 
-@pytest.mark.parametrize("concurrency", CONCURRENCY, ids=lambda c: f"c{c}")
-@pytest.mark.parametrize("part", PARTS)
-def test_sqlite_ours(
+def sqlite_ours(
     benchmark: Any,
     loop: asyncio.AbstractEventLoop,
     tmp_path: Path,
@@ -325,9 +324,7 @@ def test_sqlite_ours(
             store.close()
 
 
-@pytest.mark.parametrize("concurrency", CONCURRENCY, ids=lambda c: f"c{c}")
-@pytest.mark.parametrize("part", PARTS)
-def test_postgres_ours(
+def postgres_ours(
     benchmark: Any,
     loop: asyncio.AbstractEventLoop,
     pg_dsn: str,
@@ -378,14 +375,18 @@ class PlainWriter:
         slot = f"tenant_id = {p} AND account_id = {p} AND user_id = {p} AND principal_id = {p}"
         slot += f" AND effect_key = {p}"
         cast = "::json" if p == "%s" else ""
+        same_token = "IS NOT DISTINCT FROM" if p == "%s" else "IS"
+        # The statements ours' stores run: a conditional insert of the claim, then updates
+        # conditional on the version and claim token.
         self.insert_effect = (
             "INSERT INTO prism_tool_effects (tenant_id, account_id, user_id, principal_id,"
             " effect_key, status, version, claim_token, updated_ms, record)"
-            f" VALUES ({', '.join([p] * 9)}, {p}{cast})"
+            f" VALUES ({', '.join([p] * 9)}, {p}{cast}) ON CONFLICT DO NOTHING"
         )
         self.update_effect = (
             f"UPDATE prism_tool_effects SET status = {p}, version = {p}, claim_token = {p},"
             f" updated_ms = {p}, record = {p}{cast} WHERE {slot} AND version = {p}"
+            f" AND claim_token {same_token} {p}"
         )
         self.insert_row = (
             "INSERT INTO prism_tool_calls"
@@ -420,11 +421,11 @@ class PlainWriter:
         self.row((f"row_{n}_1", *ids, "started", self.started))
         self.effect(
             self.update_effect,
-            ("dispatched", 2, token, now, self.record(self.pending), *slot, 1),
+            ("dispatched", 2, token, now, self.record(self.pending), *slot, 1, token),
         )
         self.effect(
             self.update_effect,
-            ("completed", 3, None, now, self.record(self.completed), *slot, 2),
+            ("completed", 3, None, now, self.record(self.completed), *slot, 2, token),
         )
         self.row((f"row_{n}_2", *ids, "finished", self.finished))
 
@@ -494,8 +495,7 @@ def run_plain(
     )
 
 
-@pytest.mark.parametrize("concurrency", CONCURRENCY, ids=lambda c: f"c{c}")
-def test_memory_plain(benchmark: Any, loop: asyncio.AbstractEventLoop, concurrency: int) -> None:
+def memory_plain(benchmark: Any, loop: asyncio.AbstractEventLoop, concurrency: int) -> None:
     writer = PlainMemory()
     run_plain(
         benchmark,
@@ -508,8 +508,7 @@ def test_memory_plain(benchmark: Any, loop: asyncio.AbstractEventLoop, concurren
     )
 
 
-@pytest.mark.parametrize("concurrency", CONCURRENCY, ids=lambda c: f"c{c}")
-def test_sqlite_plain(
+def sqlite_plain(
     benchmark: Any, loop: asyncio.AbstractEventLoop, tmp_path: Path, concurrency: int
 ) -> None:
     # The library makes the tables (same schema and indexes), then plain connections write.
@@ -537,8 +536,7 @@ def test_sqlite_plain(
             db.close()
 
 
-@pytest.mark.parametrize("concurrency", CONCURRENCY, ids=lambda c: f"c{c}")
-def test_postgres_plain(
+def postgres_plain(
     benchmark: Any, loop: asyncio.AbstractEventLoop, pg_dsn: str, concurrency: int
 ) -> None:
     from prism_tools import PostgresToolEffectStore
@@ -560,6 +558,53 @@ def test_postgres_plain(
     finally:
         effects.close()
         ledger.close()
+
+
+# ----------------------------------------------------------------------------------------- rows
+
+# Each compared pair (ours full and plain, at one concurrency) runs back to back, so that a slow
+# spell of the shared disk falls on both sides of a ratio rather than on one.
+Case = tuple[str, str, int]
+"""(engine, part, concurrency)."""
+
+
+def cases(parts: Sequence[str]) -> list[Case]:
+    paired = [(engine, "full", c) for c in CONCURRENCY for engine in ("ours", "plain")]
+    return paired + [("ours", part, c) for part in parts for c in CONCURRENCY]
+
+
+def case_id(case: Case) -> str:
+    engine, part, concurrency = case
+    return f"{engine}-{part.replace(' ', '_')}-c{concurrency}"
+
+
+@pytest.mark.parametrize("case", cases(["bare dispatch"]), ids=case_id)
+def test_memory(benchmark: Any, loop: asyncio.AbstractEventLoop, case: Case) -> None:
+    engine, part, concurrency = case
+    if engine == "ours":
+        memory_ours(benchmark, loop, concurrency, part)
+    else:
+        memory_plain(benchmark, loop, concurrency)
+
+
+@pytest.mark.parametrize("case", cases(["store only", "ledger only"]), ids=case_id)
+def test_sqlite(
+    benchmark: Any, loop: asyncio.AbstractEventLoop, tmp_path: Path, case: Case
+) -> None:
+    engine, part, concurrency = case
+    if engine == "ours":
+        sqlite_ours(benchmark, loop, tmp_path, concurrency, part)
+    else:
+        sqlite_plain(benchmark, loop, tmp_path, concurrency)
+
+
+@pytest.mark.parametrize("case", cases(["store only", "ledger only"]), ids=case_id)
+def test_postgres(benchmark: Any, loop: asyncio.AbstractEventLoop, pg_dsn: str, case: Case) -> None:
+    engine, part, concurrency = case
+    if engine == "ours":
+        postgres_ours(benchmark, loop, pg_dsn, concurrency, part)
+    else:
+        postgres_plain(benchmark, loop, pg_dsn, concurrency)
 
 
 # ---------------------------------------------------------------------------------------- report

@@ -211,6 +211,130 @@ class EffectStoreConformance:
         assert done.status == "completed"
         assert done.result is None
 
+    # the claim holder's transitions (mark_dispatched_from, complete_from) ------------------
+
+    async def test_a_held_claim_advances_to_completed(self, store: Any, clock: ManualClock) -> None:
+        key = make_key()
+        claim = (await store.begin(key)).record
+        clock.advance(10)
+        sent = await store.mark_dispatched_from(key, claim)
+        assert (sent.status, sent.version, sent.attempt) == ("dispatched", 2, 1)
+        assert (sent.claim_token, sent.expires_at) == (claim.claim_token, claim.expires_at)
+        assert sent.updated_at == "2026-01-02T03:04:05.688Z"
+        assert await store.get(key) == sent
+        clock.advance(10)
+        done = await store.complete_from(key, sent, result_for(key, {"id": 7}))
+        assert (done.status, done.version) == ("completed", 3)
+        assert (done.claim_token, done.expires_at, done.failure) == (None, None, None)
+        assert done.result == result_for(key, {"id": 7})
+        assert done.updated_at == "2026-01-02T03:04:05.698Z"
+        assert done.created_at == claim.created_at
+        assert await store.get(key) == done
+        assert (await store.begin(key)).record == done
+
+    async def test_a_held_claim_matches_the_public_transitions(self, store: Any) -> None:
+        # The same call through both paths stores the same records (apart from the tokens).
+        held, public = make_key("held"), make_key("public")
+        claim = (await store.begin(held)).record
+        done = await store.complete_from(
+            held, await store.mark_dispatched_from(held, claim), result_for(held)
+        )
+        other = await self.dispatched(store, public)
+        other_done = await store.complete(
+            public, claim_token=other.claim_token, expected_version=2, result=result_for(public)
+        )
+
+        def comparable(record: ToolEffectRecord) -> dict[str, Any]:
+            fields = record.to_dict()
+            for name in ("key", "tool_call_id", "result"):
+                fields.pop(name)
+            return fields
+
+        assert comparable(done) == comparable(other_done)
+        assert done.result is not None
+        assert other_done.result is not None
+        assert done.result.value == other_done.result.value
+
+    async def test_an_expired_held_claim_is_expired_not_advanced(
+        self, store: Any, clock: ManualClock
+    ) -> None:
+        key = make_key()
+        claim = (await store.begin(key, claim_ttl_ms=1000)).record
+        clock.advance(1000)
+        with conflict():
+            await store.mark_dispatched_from(key, claim)
+        expired = await store.get(key)
+        assert expired is not None
+        assert (expired.status, expired.version) == ("failed_retryable", 2)
+        assert expired.failure == ToolEffectFailure(ERR_TOOL_EFFECT_EXPIRED)
+
+        key = make_key("dispatched")
+        claim = (await store.begin(key, claim_ttl_ms=1000)).record
+        sent = await store.mark_dispatched_from(key, claim)
+        clock.advance(1000)
+        with conflict():
+            await store.complete_from(key, sent, result_for(key))
+        lost = await store.get(key)
+        assert lost is not None
+        assert (lost.status, lost.version, lost.result) == ("unknown", 3, None)
+
+    async def test_a_stale_held_record_never_overwrites(self, store: Any) -> None:
+        key = make_key()
+        claim = (await store.begin(key)).record
+        sent = await store.mark_dispatched(key, claim_token=claim.claim_token, expected_version=1)
+        with conflict():
+            await store.mark_dispatched_from(key, claim)  # dispatched by someone else already
+        failed = await store.fail(
+            key,
+            claim_token=sent.claim_token,
+            expected_version=2,
+            status="failed_retryable",
+            failure={"code": "E"},
+        )
+        with conflict():
+            await store.complete_from(key, sent, result_for(key))
+        assert await store.get(key) == failed
+        # A new claim of the same key has a new token: the old holder cannot advance it.
+        again = (await store.begin(key)).record
+        assert (again.status, again.version, again.attempt) == ("pending", 4, 2)
+        with conflict():
+            await store.mark_dispatched_from(key, dataclasses.replace(claim, version=4))
+        assert await store.get(key) == again
+
+    async def test_a_held_record_of_another_key_changes_nothing(self, store: Any) -> None:
+        mine, theirs = make_key("mine"), make_key("theirs")
+        claim = (await store.begin(mine)).record
+        other = (await store.begin(theirs)).record
+        with conflict():
+            await store.mark_dispatched_from(theirs, claim)
+        assert await store.get(theirs) == other
+        assert await store.get(mine) == claim
+
+    async def test_held_transitions_check_identity_signal_and_result(
+        self, store: Any, clock: ManualClock
+    ) -> None:
+        expiring = dataclasses.replace(IDENTITY, expires_at=START + timedelta(seconds=1))
+        key = make_key(identity=expiring)
+        claim = (await store.begin(key)).record
+        clock.advance(1000)
+        with pytest.raises(IdentityError):
+            await store.mark_dispatched_from(key, claim)
+
+        signal = asyncio.Event()
+        key = make_key("signalled", signal=signal)
+        claim = (await store.begin(key)).record
+        signal.set()
+        with pytest.raises(asyncio.CancelledError):
+            await store.mark_dispatched_from(key, claim)
+
+        key = make_key("big")
+        sent = await store.mark_dispatched_from(key, (await store.begin(key)).record)
+        with limit("tool result exceeds limits"):
+            await store.complete_from(key, sent, result_for(key, "x" * 70_000))
+        with conflict():
+            await store.complete_from(key, sent, result_for(make_key("other")))
+        assert await store.get(key) == sent
+
     # refused transitions -------------------------------------------------------------------
 
     async def test_stale_transitions_conflict(self, store: Any) -> None:

@@ -297,6 +297,71 @@ async def test_store_failures_are_never_a_silent_success_or_a_second_run(
         assert body.runs == runs
 
 
+class CountingStore(InMemoryToolEffectStore):
+    """Counts the store's storage calls; the ``fail_write``-th conditional write raises as if
+    the database went away. Its transitions are the shared ones, so dispatch advances its
+    claims from the record it holds."""
+
+    def __init__(self, fail_write: int = 0) -> None:
+        super().__init__()
+        self.fail_write = fail_write
+        self.calls: list[str] = []
+
+    def _transact(self, slot: Any, step: Any) -> Any:
+        self.calls.append("read-check-write")
+        return super()._transact(slot, step)
+
+    def _insert(self, slot: Any, record: Any, blob: bytes) -> bool:
+        self.calls.append("insert")
+        return super()._insert(slot, record, blob)
+
+    def _swap(self, slot: Any, record: Any, blob: bytes, version: int, token: str) -> bool:
+        self.calls.append("swap")
+        if self.calls.count("swap") == self.fail_write:
+            raise ConnectionError("database down")
+        return super()._swap(slot, record, blob, version, token)
+
+
+async def test_a_clean_durable_call_writes_its_claim_three_times_and_never_reads() -> None:
+    body = Counter()
+    store = CountingStore()
+    result = await send(tool(body, REQUIRED), effect_store=store)
+    assert (result.value, body.runs) == ("sent", 1)
+    assert store.calls == ["insert", "swap", "swap"]
+    record = await store.get(stored_key())
+    assert record is not None
+    assert (record.status, record.version) == ("completed", 3)
+
+
+def stored_key() -> ToolEffectKey:
+    """The key ``send`` claims for call ``c1``."""
+    return ToolEffectKey.derive(
+        IDENTITY,
+        None,
+        session_id="s1",
+        run_id="r1",
+        tool_call_id="c1",
+        tool_name="send_email",
+        arguments={"to": "a@b.c"},
+    )
+
+
+@pytest.mark.parametrize(("fail_write", "runs"), [(1, 0), (2, 1)])
+async def test_a_failed_write_of_a_held_claim_is_never_a_success_or_a_second_run(
+    fail_write: int, runs: int
+) -> None:
+    body = Counter()
+    store = CountingStore(fail_write)
+    definition = tool(body, REQUIRED)
+    result = await send(definition, effect_store=store)
+    assert result.error is not None
+    assert result.error.code == "ERR_PRISM_TOOL_EFFECT_UNKNOWN"
+    assert body.runs == runs
+    again = await send(definition, effect_store=store)
+    assert again.error is not None
+    assert body.runs == runs
+
+
 async def test_invalid_declarations_and_raising_classifiers_deny_execution() -> None:
     body = Counter()
     invalid = await send(tool(body, {"kind": "none", "idempotency": "required"}))

@@ -169,6 +169,92 @@ def test_canonical_json_is_stable_and_order_free(value: Any) -> None:
     text.encode("utf-8")  # always encodable: lone surrogates are escaped
 
 
+def reference_canonical_json(value: Any) -> str:
+    """The first, direct transcription of the rules (one code path for every value), kept to
+    check the optimised writer against."""
+
+    def string(text: str) -> str:
+        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+        out = []
+        for char in text:
+            if char in '"\\':
+                out.append("\\" + char)
+            elif char in "\b\f\n\r\t":
+                out.append({"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}[char])
+            elif ord(char) < 0x20 or 0xD800 <= ord(char) <= 0xDFFF:
+                out.append(f"\\u{ord(char):04x}")
+            else:
+                out.append(char)
+        return '"' + "".join(out) + '"'
+
+    def utf16(text: str) -> bytes:
+        paired = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+        return paired.encode("utf-16-be", "surrogatepass")
+
+    def write(item: Any) -> str:
+        if item is None or type(item) is bool:
+            return {None: "null", True: "true", False: "false"}[item]
+        if type(item) in (int, float):
+            return canonical_json(item)  # numbers are checked on their own above
+        if type(item) is str:
+            return string(item)
+        if type(item) is list:
+            return "[" + ",".join(write(inner) for inner in item) + "]"
+        assert type(item) is dict
+        indices = sorted(
+            (int(key), key)
+            for key in item
+            if key.isascii()
+            and key.isdigit()
+            and (key == "0" or key[0] != "0")
+            and int(key) <= 2**32 - 2
+        )
+        index_keys = {key for _n, key in indices}
+        names = sorted((k for k in item if k not in index_keys and k != "__proto__"), key=utf16)
+        ordered = [key for _n, key in indices] + names
+        return "{" + ",".join(string(key) + ":" + write(item[key]) for key in ordered) + "}"
+
+    return write(value)
+
+
+tricky_text = st.text() | st.sampled_from(
+    [
+        "0",
+        "1",
+        "01",
+        "10",
+        "-1",
+        "4294967294",
+        "4294967295",
+        "__proto__",
+        "\ud800",
+        "\ud83d\ude00",
+        "\ude00\ud83d",
+        "\uffff",
+        "\ue000",
+        "é",
+        "\x00\x1f\x7f",
+        '"\\',
+        "\u2028",
+        "",
+    ]
+)
+tricky_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53), max_value=2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | tricky_text,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(tricky_text, inner, max_size=5),
+    max_leaves=25,
+)
+
+
+@given(tricky_values)
+def test_canonical_json_matches_the_reference_transcription(value: Any) -> None:
+    assert canonical_json(value) == reference_canonical_json(value)
+
+
 ARGS = {
     "to": "a@example.com",
     "body": "héllo 😀",
@@ -263,3 +349,25 @@ def test_derive_builds_a_complete_key() -> None:
     assert derived.key == (
         "prism:tool-effect:v1:8cc7c88a2967a2ba140cec8c10454f8fb55a33fe45eb098db0a459ee6c8ec284"
     )
+
+
+@given(
+    st.lists(st.none() | tricky_text | st.integers(-5, 5), min_size=9, max_size=9),
+)
+def test_effect_key_is_the_hash_of_the_canonical_material(values: list[Any]) -> None:
+    names = (
+        "accountId", "argumentsHash", "principalId", "runId", "sessionId", "tenantId",
+        "toolCallId", "toolName", "userId",
+    )  # fmt: skip
+    material = dict(zip(names, values, strict=True))
+    account, digest, principal, run, session, tenant, call, tool, user = values
+    key = effect_key(
+        AgentIdentity(principal, tenant, account_id=account, user_id=user),
+        session_id=session,
+        run_id=run,
+        tool_call_id=call,
+        tool_name=tool,
+        arguments_hash=digest,
+    )
+    text = reference_canonical_json(material)
+    assert key == KEY_PREFIX + hashlib.sha256(text.encode("utf-8")).hexdigest()

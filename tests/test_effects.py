@@ -28,6 +28,7 @@ from prism_tools.effects import (
     ERR_TOOL_EFFECT_LIMIT,
     MAX_RECORD_BYTES,
     EffectClassifierContext,
+    GroupCommit,
     InMemoryToolEffectStore,
     ToolEffect,
     ToolEffectError,
@@ -112,6 +113,169 @@ async def test_sqlite_two_stores_on_one_file_race(tmp_path: Path) -> None:
     finally:
         for store in stores:
             store.close()
+
+
+async def test_sqlite_a_clean_call_is_three_writes_and_no_read(tmp_path: Path) -> None:
+    with SqliteToolEffectStore(tmp_path / "effects.db") as store:
+        await store.get(make_key("warm-up"))  # opens the connection and creates the schema
+        statements: list[str] = []
+        assert store._db is not None
+        store._db.set_trace_callback(statements.append)
+        key = make_key()
+        claim = (await store.begin(key)).record
+        sent = await store.mark_dispatched_from(key, claim)
+        done = await store.complete_from(key, sent, result_for(key))
+        store._db.set_trace_callback(None)
+        assert [statement.split()[0] for statement in statements] == ["INSERT", "UPDATE", "UPDATE"]
+        assert "ON CONFLICT DO NOTHING" in statements[0]
+        assert "version = 1 AND claim_token IS" in statements[1]
+        assert "version = 2 AND claim_token IS" in statements[2]
+        assert await store.get(key) == done
+
+
+async def test_sqlite_waits_for_another_writer_in_a_thread(tmp_path: Path) -> None:
+    path = tmp_path / "effects.db"
+    with SqliteToolEffectStore(path) as store:
+        await store.get(make_key("warm-up"))
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # holds the write lock
+        try:
+            claim = asyncio.ensure_future(store.begin(make_key()))
+            ticks = 0
+            for _ in range(20):
+                await asyncio.sleep(0.005)
+                ticks += 1
+            # The loop kept running while the claim waited for the lock.
+            assert ticks == 20
+            assert not claim.done()
+        finally:
+            other.execute("COMMIT")
+            other.close()
+        outcome = await claim
+        assert outcome.outcome == "acquired"
+        assert await store.get(make_key()) == outcome.record
+        # Back on the calling thread afterwards, with no wait configured there.
+        assert store._db is not None
+        assert store._db.execute("PRAGMA busy_timeout").fetchone() == (0,)
+
+
+async def test_sqlite_a_writer_holding_the_lock_past_the_timeout_fails_the_call(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "effects.db"
+    with SqliteToolEffectStore(path, busy_timeout_s=0.05) as store:
+        await store.get(make_key("warm-up"))
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            with pytest.raises(sqlite3.OperationalError, match="locked"):
+                await store.begin(make_key())
+        finally:
+            other.execute("COMMIT")
+            other.close()
+        assert await store.get(make_key()) is None
+        assert (await store.begin(make_key())).outcome == "acquired"
+
+
+async def test_sqlite_concurrent_writes_share_one_commit(tmp_path: Path) -> None:
+    with SqliteToolEffectStore(tmp_path / "effects.db") as store:
+        await store.get(make_key("warm-up"))
+        statements: list[str] = []
+        assert store._db is not None
+        store._db.set_trace_callback(statements.append)
+        keys = [make_key(f"call-{index}") for index in range(5)]
+        outcomes = await asyncio.gather(*(store.begin(key) for key in keys))
+        store._db.set_trace_callback(None)
+        assert [item.outcome for item in outcomes] == ["acquired"] * 5
+        assert [statement.split()[0] for statement in statements] == (
+            ["BEGIN"] + ["INSERT"] * 5 + ["COMMIT"]
+        )
+        for key, outcome in zip(keys, outcomes, strict=True):
+            assert await store.get(key) == outcome.record
+
+
+class FailingInsertStore(SqliteToolEffectStore):
+    """Inserting the claim of ``call-bad`` fails as if the disk did."""
+
+    def _insert(self, slot: Any, record: ToolEffectRecord, blob: bytes) -> bool:
+        if record.tool_call_id == "call-bad":
+            raise sqlite3.OperationalError("disk I/O error")
+        return super()._insert(slot, record, blob)
+
+
+async def test_sqlite_a_failing_write_fails_alone(tmp_path: Path) -> None:
+    with FailingInsertStore(tmp_path / "effects.db") as store:
+        await store.get(make_key("warm-up"))
+        names = ["call-1", "call-bad", "call-2"]
+        outcomes = await asyncio.gather(
+            *(store.begin(make_key(name)) for name in names), return_exceptions=True
+        )
+        assert isinstance(outcomes[1], sqlite3.OperationalError)
+        for index in (0, 2):
+            outcome = outcomes[index]
+            assert not isinstance(outcome, BaseException)
+            assert outcome.outcome == "acquired"
+            assert await store.get(make_key(names[index])) == outcome.record
+        assert await store.get(make_key("call-bad")) is None
+
+
+async def test_sqlite_writes_queued_behind_another_writer_wait_for_it(tmp_path: Path) -> None:
+    path = tmp_path / "effects.db"
+    with SqliteToolEffectStore(path) as store:
+        await store.get(make_key("warm-up"))
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            claims = asyncio.gather(*(store.begin(make_key(f"c{index}")) for index in range(3)))
+            await asyncio.sleep(0.05)
+            assert not claims.done()
+        finally:
+            other.execute("COMMIT")
+            other.close()
+        assert [item.outcome for item in await claims] == ["acquired"] * 3
+
+
+async def test_sqlite_a_cancelled_caller_writes_nothing(tmp_path: Path) -> None:
+    with SqliteToolEffectStore(tmp_path / "effects.db") as store:
+        await store.get(make_key("warm-up"))
+        kept = asyncio.ensure_future(store.begin(make_key("kept")))
+        dropped = asyncio.ensure_future(store.begin(make_key("dropped")))
+        await asyncio.sleep(0)  # both are queued for the next turn's commit
+        dropped.cancel()
+        assert (await kept).outcome == "acquired"
+        with pytest.raises(asyncio.CancelledError):
+            await dropped
+        assert await store.get(make_key("dropped")) is None
+
+
+async def test_group_commit_goes_straight_while_alone_and_probes_for_company() -> None:
+    batches: list[int] = []
+    direct: list[int] = []
+
+    def together(writes: list[Any]) -> list[Any]:
+        batches.append(len(writes))
+        return [write() for write in writes]
+
+    async def call(write: Any) -> bool:
+        direct.append(1)
+        return bool(write())
+
+    group = GroupCommit(together, call)
+    for _ in range(20):
+        assert await group.write(lambda: True)
+    # The first write waits a turn and finds no company; then writes go straight, and every
+    # LONE_PROBE-th one waits a turn again.
+    assert batches == [1, 1]
+    assert len(direct) == 18
+    for _ in range(GroupCommit.LONE_PROBE):
+        outcomes = await asyncio.gather(*(group.write(lambda: True) for _ in range(4)))
+        assert outcomes == [True] * 4
+    # A probe met company: concurrent writes are committed together from then on.
+    assert max(batches) == 4
+    assert batches[-1] == 4
+    before = len(direct)
+    await asyncio.gather(*(group.write(lambda: False) for _ in range(3)))
+    assert (batches[-1], len(direct)) == (3, before)
 
 
 def test_sqlite_processes_racing_begin_acquire_once(tmp_path: Path) -> None:

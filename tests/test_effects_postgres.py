@@ -28,7 +28,6 @@ from prism_tools.effect_stores_postgres import (
     COMPONENT,
     SCHEMA_VERSION,
     PostgresToolEffectStore,
-    _LostRace,
 )
 from prism_tools.effects import ERR_TOOL_EFFECT_LIMIT, ToolEffectError, ToolEffectStore
 from prism_tools.identity import AgentIdentity, Ownership
@@ -251,29 +250,96 @@ def test_a_missing_psycopg_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> N
 async def test_stores_racing_on_one_key_acquire_once(
     pg_schema: PgSchema, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    lost: list[int] = []
-    attempt = PostgresToolEffectStore._attempt
+    inserts: list[bool] = []
+    insert = PostgresToolEffectStore._insert
 
-    def counting(conn: Any, slot: Any, step: Any) -> Any:
-        try:
-            return attempt(conn, slot, step)
-        except _LostRace:
-            lost.append(1)
-            raise
+    def counting(self: PostgresToolEffectStore, *args: Any) -> bool:
+        written = insert(self, *args)
+        inserts.append(written)
+        return written
 
-    monkeypatch.setattr(PostgresToolEffectStore, "_attempt", staticmethod(counting))
+    monkeypatch.setattr(PostgresToolEffectStore, "_insert", counting)
     stores = [PostgresToolEffectStore(pg_schema.dsn) for _ in range(4)]
     try:
         for index in range(25):
             key = make_key(f"k{index}")
+            inserts.clear()
             outcomes = await asyncio.gather(*(store.begin(key) for store in stores))
             assert [item.outcome for item in outcomes].count("acquired") == 1
             assert len({item.record.claim_token for item in outcomes}) == 1
-        # The losers' writes changed no row and were retried: the race was real.
-        assert lost
+            # Every store tried to insert its own claim; the losers' inserts changed no row.
+            assert sorted(inserts) == [False, False, False, True]
     finally:
         for store in stores:
             store.close()
+
+
+@postgres
+async def test_a_clean_call_is_three_statements_and_no_read(
+    pg_schema: PgSchema, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    statements: list[str] = []
+    write_once = PostgresToolEffectStore._write_once
+
+    def recording(self: PostgresToolEffectStore, sql: str, values: Any) -> bool:
+        statements.append(sql)
+        return write_once(self, sql, values)
+
+    def no_read(*args: Any) -> Any:
+        raise AssertionError("a clean call read its record")
+
+    with PostgresToolEffectStore(pg_schema.dsn) as store:
+        monkeypatch.setattr(PostgresToolEffectStore, "_write_once", recording)
+        monkeypatch.setattr(PostgresToolEffectStore, "_attempt", staticmethod(no_read))
+        key = make_key()
+        claim = (await store.begin(key)).record
+        sent = await store.mark_dispatched_from(key, claim)
+        done = await store.complete_from(key, sent, result_for(key))
+        monkeypatch.undo()
+        assert [sql.split()[0] for sql in statements] == ["INSERT", "UPDATE", "UPDATE"]
+        assert "ON CONFLICT DO NOTHING" in statements[0]
+        assert all(
+            "version = %s AND claim_token IS NOT DISTINCT FROM" in sql for sql in statements[1:]
+        )
+        assert await store.get(key) == done
+
+
+@postgres
+async def test_concurrent_writes_share_one_transaction(
+    pg_schema: PgSchema, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    batches: list[int] = []
+    commit_together = PostgresToolEffectStore._commit_together
+
+    def recording(self: PostgresToolEffectStore, writes: list[Any]) -> Any:
+        batches.append(len(writes))
+        return commit_together(self, writes)
+
+    monkeypatch.setattr(PostgresToolEffectStore, "_commit_together", recording)
+    with PostgresToolEffectStore(pg_schema.dsn) as store:
+        keys = [make_key(f"call-{index}") for index in range(5)]
+        outcomes = await asyncio.gather(*(store.begin(key) for key in keys))
+        assert [item.outcome for item in outcomes] == ["acquired"] * 5
+        assert batches == [5]
+        for key, outcome in zip(keys, outcomes, strict=True):
+            assert await store.get(key) == outcome.record
+        # A write that fails in a batch fails alone; the others are committed.
+        original = PostgresToolEffectStore._insert
+
+        def failing(self: PostgresToolEffectStore, slot: Any, record: Any, blob: bytes) -> bool:
+            if record.tool_call_id == "call-bad":
+                raise RuntimeError("refused")
+            return original(self, slot, record, blob)
+
+        monkeypatch.setattr(PostgresToolEffectStore, "_insert", failing)
+        names = ["call-a", "call-bad", "call-b"]
+        mixed = await asyncio.gather(
+            *(store.begin(make_key(name)) for name in names), return_exceptions=True
+        )
+        assert isinstance(mixed[1], RuntimeError)
+        assert [getattr(item, "outcome", None) for item in mixed] == ["acquired", None, "acquired"]
+        assert await store.get(make_key("call-bad")) is None
+        assert await store.get(make_key("call-a")) is not None
 
 
 @postgres

@@ -48,7 +48,9 @@ class PostgresConnections:
         pg = import_psycopg(component)
         self._pg = pg
         self._component = component
-        self._lock = threading.Lock()
+        # Reentrant: an operation run on the calling thread holds it (see hold_if_free) while
+        # it enters connection().
+        self._lock = threading.RLock()
         self._closed = False
         self._dsn: str | None = None
         self._conn: psycopg.Connection[Any] | None = None
@@ -97,6 +99,24 @@ class PostgresConnections:
                 self._conn.close()
                 self._conn = self._pg.connect(self._dsn, autocommit=True)
             yield self._conn
+
+    def hold_if_free(self) -> bool:
+        """Take this component's own connection for an operation on the calling thread, if
+        that costs no wait: True when the component has a connection of its own (not a pool)
+        that no other thread is using and that is open. The caller then runs the operation
+        (``connection()`` inside it gets that connection) and calls ``release``. A pool, a
+        connection in use, or one that would have to be reopened is left to a worker thread."""
+        if self._pool is not None or not self._lock.acquire(blocking=False):
+            return False
+        conn = self._conn
+        if self._closed or conn is None or conn.closed or conn.broken:
+            self._lock.release()
+            return False
+        return True
+
+    def release(self) -> None:
+        """End what ``hold_if_free`` started."""
+        self._lock.release()
 
     @property
     def psycopg(self) -> Any:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Any
+from typing import Any, TypeGuard
 
 from prism_tools.effects import (
     ERR_TOOL_EFFECT_COMPLETED,
@@ -27,8 +27,10 @@ from prism_tools.effects import (
     MSG_NEEDS_RECONCILIATION,
     MSG_NOT_DISPATCHABLE,
     MSG_STORE_REQUIRED,
+    BaseToolEffectStore,
     ToolEffectError,
     ToolEffectKey,
+    ToolEffectRecord,
     ToolEffectStore,
     classifier_context,
     resolve_effect,
@@ -44,16 +46,31 @@ UNKNOWN_OUTCOME = ErrorInfo(
 """The result error of a call whose side effect may or may not have happened."""
 
 
+def _advances_held_claims(store: ToolEffectStore) -> TypeGuard[BaseToolEffectStore]:
+    """Whether ``store`` can advance a claim from the record its holder keeps: a
+    ``BaseToolEffectStore`` whose transitions are the shared ones (a subclass that overrides
+    ``mark_dispatched`` or ``complete`` gets those called, as before)."""
+    kind = type(store)
+    return (
+        isinstance(store, BaseToolEffectStore)
+        and kind.mark_dispatched is BaseToolEffectStore.mark_dispatched
+        and kind.complete is BaseToolEffectStore.complete
+    )
+
+
 class EffectClaim:
-    """A claim held by one dispatch: the key, the store, the token and the current version."""
+    """A claim held by one dispatch: the store, the key, and the record as this dispatch last
+    wrote it (its claim token and version authorise the next transition). Keeping the record
+    lets a ``BaseToolEffectStore`` advance the claim with one conditional write each time,
+    without reading it back."""
 
-    __slots__ = ("confirmed", "key", "store", "token", "version")
+    __slots__ = ("confirmed", "key", "record", "store", "token")
 
-    def __init__(self, store: ToolEffectStore, key: ToolEffectKey, token: str, version: int):
+    def __init__(self, store: ToolEffectStore, key: ToolEffectKey, record: ToolEffectRecord):
         self.store = store
         self.key = key
-        self.token = token
-        self.version = version
+        self.record = record
+        self.token = record.claim_token or ""
         self.confirmed = False  # mark_dispatched succeeded
 
     async def release(self) -> None:
@@ -62,7 +79,7 @@ class EffectClaim:
             await self.store.fail(
                 self.key,
                 claim_token=self.token,
-                expected_version=self.version,
+                expected_version=self.record.version,
                 status="failed_terminal",
                 failure={"code": ERR_TOOL_EFFECT_PRE_DISPATCH},
             )
@@ -70,17 +87,28 @@ class EffectClaim:
             logger.warning("could not release a tool effect claim", exc_info=True)
 
     async def dispatched(self) -> None:
-        record = await self.store.mark_dispatched(
-            self.key, claim_token=self.token, expected_version=self.version
-        )
-        self.version = record.version
+        store = self.store
+        if _advances_held_claims(store):
+            record = await store.mark_dispatched_from(self.key, self.record)
+        else:
+            record = await store.mark_dispatched(
+                self.key, claim_token=self.token, expected_version=self.record.version
+            )
+        self.record = record
         self.confirmed = True
 
     async def complete(self, result: ToolResult) -> ToolResult:
         """Stores the result; returns the stored copy."""
-        record = await self.store.complete(
-            self.key, claim_token=self.token, expected_version=self.version, result=result
-        )
+        store = self.store
+        if _advances_held_claims(store):
+            record = await store.complete_from(self.key, self.record, result)
+        else:
+            record = await store.complete(
+                self.key,
+                claim_token=self.token,
+                expected_version=self.record.version,
+                result=result,
+            )
         return record.result if record.result is not None else result
 
     async def unknown(self) -> None:
@@ -88,7 +116,7 @@ class EffectClaim:
         the record's own if it is dispatched. Store errors are swallowed (the record then
         expires to ``unknown`` by itself)."""
         try:
-            token, version = self.token, self.version
+            token, version = self.token, self.record.version
             if not self.confirmed:
                 record = await self.store.get(self.key)
                 if record is None or record.status != "dispatched" or record.claim_token is None:
@@ -150,7 +178,7 @@ async def prepare_effect(
     if outcome.outcome == "acquired":
         if not record.claim_token:
             raise ToolEffectError(ERR_TOOL_EFFECT_UNKNOWN, MSG_CLAIM_UNKNOWN)
-        return keyed, EffectClaim(store, key, record.claim_token, record.version)
+        return keyed, EffectClaim(store, key, record)
     return _replay(record)
 
 

@@ -12,12 +12,19 @@ from typing import Any, Final, TypeVar
 
 from prism_tools._sqlite import enable_wal
 from prism_tools.effects import (
+    ERR_TOOL_EFFECT_CONFLICT,
+    MSG_TRANSITION_CONFLICT,
+    RUN_ALONE,
     BaseToolEffectStore,
     Clock,
+    GroupCommit,
     Owner,
     Slot,
     Step,
     ToolEffectError,
+    ToolEffectRecord,
+    Write,
+    WriteOutcome,
     decode_record,
     encode_record,
     finish_step,
@@ -43,18 +50,41 @@ _SCHEMA: Final = (
 _WHERE_SLOT: Final = (
     "tenant_id = ? AND account_id = ? AND user_id = ? AND principal_id = ? AND effect_key = ?"
 )
+_INSERT_SQL: Final = (
+    "INSERT INTO prism_tool_effects (tenant_id, account_id, user_id, principal_id, effect_key,"
+    " status, version, claim_token, updated_ms, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT DO NOTHING"
+)
+# A compare-and-swap: every write bumps the version, so a row with the version (and token) the
+# writer started from is exactly the record it started from.
+_UPDATE_SQL: Final = (
+    "UPDATE prism_tool_effects SET status = ?, version = ?, claim_token = ?, updated_ms = ?,"
+    f" record = ? WHERE {_WHERE_SLOT} AND version = ? AND claim_token IS ?"
+)
 
 
 class SqliteToolEffectStore(BaseToolEffectStore):
     """Effect claims in a SQLite database file.
 
     The file is opened in WAL mode with ``synchronous=FULL`` (a committed transition survives a
-    power cut). Every transition is one ``BEGIN IMMEDIATE`` transaction: read the record, check
-    it, then write it with ``INSERT ... ON CONFLICT DO NOTHING`` (a new claim) or an ``UPDATE``
-    conditional on the version and claim token read, checking the row count. Two processes
-    racing ``begin`` on one key therefore see exactly one acquisition. The schema is created on
-    first use and recorded in ``prism_schema_version``. Blocking calls run in a worker thread
-    (``asyncio.to_thread``); one connection per store is shared under a lock.
+    power cut). The transitions of a call that runs without surprises are one conditional
+    statement each: ``begin`` inserts the claim with ``INSERT ... ON CONFLICT DO NOTHING``, and
+    the claim holder's ``mark_dispatched_from`` and ``complete_from`` write with an ``UPDATE``
+    conditional on the version and claim token it holds; the row count says whether the write
+    happened. Anything else (a record already there, a public transition, ``get``) is one
+    ``BEGIN IMMEDIATE`` transaction: read the record, check it, write it with the same
+    conditional statements. Two processes racing ``begin`` on one key therefore see exactly one
+    acquisition. The schema is created on first use and recorded in ``prism_schema_version``.
+
+    One connection per store, shared under a lock. A call runs on the calling thread when that
+    lock is free and the database takes the write at once (a statement and its commit, as a
+    ``SqliteRunLedger`` append does); if another connection holds the write lock, it runs in a
+    worker thread (``asyncio.to_thread``) that waits up to ``busy_timeout_s``. A statement that
+    could not get the lock wrote nothing, so running it again there is safe.
+
+    The conditional writes of concurrent calls on one event loop are committed together: those
+    made in one turn of the loop run at the start of the next in one transaction, with one
+    fsync, and every caller resumes only after that commit. A lone write is committed alone.
     """
 
     def __init__(
@@ -67,8 +97,10 @@ class SqliteToolEffectStore(BaseToolEffectStore):
         super().__init__(now)
         self._path = os.fspath(path)
         self._busy_timeout_s = busy_timeout_s
+        self._busy_timeout_ms = int(busy_timeout_s * 1000)
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
+        self._group = GroupCommit(self._commit_together, self._call)
 
     # connection ----------------------------------------------------------------------------
 
@@ -84,7 +116,7 @@ class SqliteToolEffectStore(BaseToolEffectStore):
         try:
             enable_wal(db, self._busy_timeout_s)
             db.execute("PRAGMA synchronous=FULL")
-            db.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_s * 1000)}")
+            db.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
             db.execute("BEGIN IMMEDIATE")
             try:
                 for statement in _SCHEMA:
@@ -106,6 +138,9 @@ class SqliteToolEffectStore(BaseToolEffectStore):
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
+            # Calls on the calling thread must not wait for another writer; the worker-thread
+            # path sets the timeout for the duration of its call.
+            db.execute("PRAGMA busy_timeout=0")
         except BaseException:
             db.close()
             raise
@@ -126,87 +161,157 @@ class SqliteToolEffectStore(BaseToolEffectStore):
         self.close()
 
     async def _call(self, fn: Callable[[], T]) -> T:
-        return await asyncio.to_thread(fn)
-
-    # storage -------------------------------------------------------------------------------
-
-    def _transact(self, slot: Slot, step: Step) -> Any:
-        with self._lock:
-            db = self._connect()
-            db.execute("BEGIN IMMEDIATE")
+        if self._db is not None and self._lock.acquire(blocking=False):
             try:
-                row = db.execute(
-                    f"SELECT version, claim_token, record FROM prism_tool_effects"
-                    f" WHERE {_WHERE_SLOT}",
-                    slot,
-                ).fetchone()
-                current = None if row is None else decode_record(row[2])
-                written, value = step(current)
-                if written is not None:
-                    blob = encode_record(written)
-                    updated = ms_from_iso(written.updated_at)
-                    if row is None:
-                        cursor = db.execute(
-                            "INSERT INTO prism_tool_effects (tenant_id, account_id, user_id,"
-                            " principal_id, effect_key, status, version, claim_token,"
-                            " updated_ms, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                            " ON CONFLICT DO NOTHING",
-                            (
-                                *slot,
-                                written.status,
-                                written.version,
-                                written.claim_token,
-                                updated,
-                                blob,
-                            ),
-                        )
-                    else:
-                        cursor = db.execute(
-                            "UPDATE prism_tool_effects SET status = ?, version = ?,"
-                            " claim_token = ?, updated_ms = ?, record = ?"
-                            f" WHERE {_WHERE_SLOT} AND version = ? AND claim_token IS ?",
-                            (
-                                written.status,
-                                written.version,
-                                written.claim_token,
-                                updated,
-                                blob,
-                                *slot,
-                                row[0],
-                                row[1],
-                            ),
-                        )
-                    if cursor.rowcount != 1:
-                        raise ToolEffectError(
-                            "ERR_PRISM_TOOL_EFFECT_CONFLICT", "tool effect transition conflict"
-                        )
+                return fn()
+            except sqlite3.OperationalError as err:
+                if not _is_busy(err):
+                    raise
+                # Another connection holds the write lock: nothing was written (a transaction
+                # left open is rolled back), so wait for the lock in a worker thread.
+                if self._db is not None and self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+            finally:
+                self._lock.release()
+        return await asyncio.to_thread(self._call_waiting, fn)
+
+    async def _call_write(self, fn: Callable[[], bool]) -> bool:
+        return await self._group.write(fn)
+
+    def _commit_together(self, writes: list[Write]) -> list[WriteOutcome] | None:
+        """Run ``writes`` on the calling thread if the connection is free: several in one
+        transaction, one alone. A write that would have to wait for another connection's lock
+        comes back as ``RUN_ALONE`` (nothing of it was written)."""
+        if self._db is None or not self._lock.acquire(blocking=False):
+            return None
+        try:
+            return self._run_together(self._db, writes)
+        finally:
+            self._lock.release()
+
+    @staticmethod
+    def _run_together(db: sqlite3.Connection, writes: list[Write]) -> list[WriteOutcome]:
+        if len(writes) > 1:
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                written: list[WriteOutcome] = [write() for write in writes]
                 db.execute("COMMIT")
-            except BaseException:
+            except Exception as err:
                 if db.in_transaction:
                     db.execute("ROLLBACK")
-                raise
+                if _is_busy(err):
+                    return [RUN_ALONE] * len(writes)
+                # Nothing of the batch was written: give each write its own outcome.
+            else:
+                return written
+        outcomes: list[WriteOutcome] = []
+        for write in writes:
+            try:
+                outcomes.append(write())
+            except Exception as err:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                outcomes.append(RUN_ALONE if _is_busy(err) else err)
+        return outcomes
+
+    def _call_waiting(self, fn: Callable[[], T]) -> T:
+        with self._lock:
+            db = self._connect()
+            db.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
+            try:
+                return fn()
+            finally:
+                db.execute("PRAGMA busy_timeout=0")
+
+    # storage: run by _call, which holds the lock and has connected ----------------------------
+
+    def _held_connection(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise RuntimeError("SqliteToolEffectStore storage ran outside _call")
+        return self._db
+
+    @staticmethod
+    def _write(
+        db: sqlite3.Connection,
+        slot: Slot,
+        record: ToolEffectRecord,
+        blob: bytes,
+        old: tuple[int, str | None] | None,
+    ) -> bool:
+        """Insert ``record`` if ``old`` is None, else update the row that still has ``old``'s
+        version and claim token; whether a row was written."""
+        updated = ms_from_iso(record.updated_at)
+        if old is None:
+            cursor = db.execute(
+                _INSERT_SQL,
+                (*slot, record.status, record.version, record.claim_token, updated, blob),
+            )
+        else:
+            cursor = db.execute(
+                _UPDATE_SQL,
+                (
+                    record.status,
+                    record.version,
+                    record.claim_token,
+                    updated,
+                    blob,
+                    *slot,
+                    *old,
+                ),
+            )
+        return cursor.rowcount == 1
+
+    def _insert(self, slot: Slot, record: ToolEffectRecord, blob: bytes) -> bool:
+        return self._write(self._held_connection(), slot, record, blob, None)
+
+    def _swap(
+        self, slot: Slot, record: ToolEffectRecord, blob: bytes, version: int, token: str
+    ) -> bool:
+        return self._write(self._held_connection(), slot, record, blob, (version, token))
+
+    def _transact(self, slot: Slot, step: Step) -> Any:
+        db = self._held_connection()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            row = db.execute(
+                f"SELECT version, claim_token, record FROM prism_tool_effects WHERE {_WHERE_SLOT}",
+                slot,
+            ).fetchone()
+            current = None if row is None else decode_record(row[2])
+            written, value = step(current)
+            if written is not None:
+                old = None if row is None else (row[0], row[1])
+                # The write lock is held since BEGIN IMMEDIATE: the row cannot have changed.
+                if not self._write(db, slot, written, encode_record(written), old):
+                    raise ToolEffectError(ERR_TOOL_EFFECT_CONFLICT, MSG_TRANSITION_CONFLICT)
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
         return finish_step(value)
 
     def _cleanup(self, owner: Owner, before_ms: int, limit: int) -> int:
-        with self._lock:
-            db = self._connect()
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                cursor = db.execute(
-                    "DELETE FROM prism_tool_effects WHERE rowid IN ("
-                    " SELECT rowid FROM prism_tool_effects"
-                    " WHERE tenant_id = ? AND account_id = ? AND user_id = ?"
-                    " AND status IN ('completed', 'failed_terminal') AND updated_ms < ?"
-                    " ORDER BY updated_ms LIMIT ?)",
-                    (*owner, before_ms, limit),
-                )
-                deleted = cursor.rowcount
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                raise
-        return deleted
+        cursor = self._held_connection().execute(
+            "DELETE FROM prism_tool_effects WHERE rowid IN ("
+            " SELECT rowid FROM prism_tool_effects"
+            " WHERE tenant_id = ? AND account_id = ? AND user_id = ?"
+            " AND status IN ('completed', 'failed_terminal') AND updated_ms < ?"
+            " ORDER BY updated_ms LIMIT ?)",
+            (*owner, before_ms, limit),
+        )
+        return int(cursor.rowcount)
+
+
+def _is_busy(err: Exception) -> bool:
+    """Whether ``err`` is SQLite's "the database is locked by another connection"."""
+    # An error raised by SQLite carries its code; one made elsewhere may not.
+    code = getattr(err, "sqlite_errorcode", None)
+    return (
+        isinstance(err, sqlite3.OperationalError)
+        and isinstance(code, int)
+        and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    )
 
 
 __all__ = ["SCHEMA_VERSION", "SqliteToolEffectStore"]

@@ -21,6 +21,11 @@ lock held during a round trip. Two ``begin`` calls racing on one key therefore s
 transitions racing on one version see one success and one conflict. A lazily expired claim is
 written back the same way, before the call returns or raises.
 
+A call that runs without surprises skips the read (step 1): ``begin`` first tries the ``INSERT``
+of a new claim, and the claim holder's ``mark_dispatched_from`` and ``complete_from`` write the
+next record with the ``UPDATE`` on the version and token it holds. Only when such a statement
+changes no row does the transition take the path above. So a clean call is three statements.
+
 A call that loses its connection fails with psycopg's error and is never retried behind the
 caller's back: an ``INSERT`` or ``UPDATE`` cut off in flight may or may not have been committed,
 and for a claim that is what the claim TTL is for (an unconfirmed ``pending`` claim expires to
@@ -52,10 +57,14 @@ from prism_tools.effects import (
     MSG_TRANSITION_CONFLICT,
     BaseToolEffectStore,
     Clock,
+    GroupCommit,
     Owner,
     Slot,
     Step,
     ToolEffectError,
+    ToolEffectRecord,
+    Write,
+    WriteOutcome,
     decode_record,
     encode_record,
     finish_step,
@@ -141,7 +150,14 @@ class PostgresToolEffectStore(BaseToolEffectStore):
     from it, and calls run in parallel). The tables live in the first schema on the connection's
     ``search_path``; they are created when the store is made, and a database whose
     ``tool_effects`` schema version is newer than this library is refused there.
-    Blocking calls run in a worker thread (``asyncio.to_thread``).
+
+    A call on the store's own connection (from a DSN or borrowed) runs on the calling thread
+    when that connection is free and open, as ``PostgresRunLedger`` runs its appends: one
+    statement is one round trip, cheaper than a hop to a worker thread. A pool, a connection
+    another thread is using, or one that must be reopened is used from a worker thread
+    (``asyncio.to_thread``). On its own connection, the conditional writes of concurrent calls
+    on one event loop are committed together (``GroupCommit``): one transaction, one WAL flush,
+    and every caller resumes only after the commit.
     """
 
     def __init__(
@@ -152,6 +168,7 @@ class PostgresToolEffectStore(BaseToolEffectStore):
     ) -> None:
         super().__init__(now)
         self._db = PostgresConnections(source, "PostgresToolEffectStore")
+        self._group = GroupCommit(self._commit_together, self._call)
         try:
             self._create_schema()
         except BaseException:
@@ -204,15 +221,90 @@ class PostgresToolEffectStore(BaseToolEffectStore):
         self.close()
 
     async def _call(self, fn: Callable[[], T]) -> T:
+        # A statement on the store's own free connection is one round trip: run it here, as
+        # PostgresRunLedger runs its appends, rather than pay for a hop to a worker thread.
+        if self._db.hold_if_free():
+            try:
+                return fn()
+            finally:
+                self._db.release()
         return await asyncio.to_thread(fn)
+
+    async def _call_write(self, fn: Callable[[], bool]) -> bool:
+        return await self._group.write(fn)
+
+    def _commit_together(self, writes: list[Write]) -> list[WriteOutcome] | None:
+        """Run ``writes`` on the store's own connection if it is free: several in one
+        transaction (one flush of the server's WAL), one alone. ``None`` for a pool or a busy
+        connection (each write then runs on its own)."""
+        if not self._db.hold_if_free():
+            return None
+        try:
+            if len(writes) > 1:
+                with self._connection() as conn:
+                    try:
+                        with conn.transaction():
+                            written: list[WriteOutcome] = [write() for write in writes]
+                    except Exception as err:
+                        if conn.closed or conn.broken:
+                            # Cut off: the commit may or may not have happened. Never retried.
+                            return [err] * len(writes)
+                        # The transaction was rolled back: each write gets its own outcome.
+                    else:
+                        return written
+            outcomes: list[WriteOutcome] = []
+            for write in writes:
+                try:
+                    outcomes.append(write())
+                except Exception as err:
+                    outcomes.append(err)
+            return outcomes
+        finally:
+            self._db.release()
 
     # storage -------------------------------------------------------------------------------
 
+    def _insert(self, slot: Slot, record: ToolEffectRecord, blob: bytes) -> bool:
+        _check_text(slot)
+        values = (
+            *slot,
+            record.status,
+            record.version,
+            record.claim_token,
+            ms_from_iso(record.updated_at),
+            blob.decode("utf-8"),
+        )
+        return self._write_once(_INSERT_SQL, values)
+
+    def _swap(
+        self, slot: Slot, record: ToolEffectRecord, blob: bytes, version: int, token: str
+    ) -> bool:
+        _check_text(slot)
+        values = (
+            record.status,
+            record.version,
+            record.claim_token,
+            ms_from_iso(record.updated_at),
+            blob.decode("utf-8"),
+            *slot,
+            version,
+            token,
+        )
+        return self._write_once(_UPDATE_SQL, values)
+
+    def _write_once(self, sql: str, values: tuple[Any, ...]) -> bool:
+        """One conditional statement (committed on its own, or with the batch of
+        _commit_together it runs in); whether it wrote a row."""
+        try:
+            with self._connection() as conn:
+                written = conn.execute(sql, values).rowcount == 1
+        except self._db.psycopg.errors.SerializationFailure:
+            # A pooled connection at REPEATABLE READ or above: another writer got there first.
+            return False
+        return written
+
     def _transact(self, slot: Slot, step: Step) -> Any:
-        if any("\x00" in part for part in slot):
-            raise ToolEffectError(
-                ERR_TOOL_EFFECT_LIMIT, "tool effect ids must not contain NUL characters"
-            )
+        _check_text(slot)
         for _ in range(MAX_WRITE_RACES):
             try:
                 with self._connection() as conn:
@@ -264,6 +356,13 @@ class PostgresToolEffectStore(BaseToolEffectStore):
         with self._connection() as conn:
             cursor = conn.execute(_CLEANUP_SQL, (*owner, before_ms, limit, before_ms))
             return int(cursor.rowcount)
+
+
+def _check_text(slot: Slot) -> None:
+    if any("\x00" in part for part in slot):
+        raise ToolEffectError(
+            ERR_TOOL_EFFECT_LIMIT, "tool effect ids must not contain NUL characters"
+        )
 
 
 def _one(found: Any) -> Any:

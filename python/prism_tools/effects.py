@@ -38,7 +38,9 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from decimal import Decimal
+from functools import lru_cache
 from hashlib import sha256
+from json.encoder import encode_basestring as _encode_basestring
 from types import MappingProxyType
 from typing import Any, Final, Literal, Protocol, TypeAlias, TypeVar, runtime_checkable
 
@@ -250,9 +252,11 @@ def _pair_surrogates(text: str) -> str:
 
 
 def _js_string(text: str) -> str:
-    if _SURROGATE.search(text) is not None:
-        text = _pair_surrogates(text)
-    return '"' + _NEEDS_ESCAPE.sub(_escape_char, text) + '"'
+    # Without surrogates, the C writer of the json module escapes exactly as JSON.stringify
+    # does: the two-character escapes, \u00xx (lowercase) for other controls, nothing else.
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return _encode_basestring(text)
+    return '"' + _NEEDS_ESCAPE.sub(_escape_char, _pair_surrogates(text)) + '"'
 
 
 def _js_float(value: float) -> str:
@@ -300,7 +304,23 @@ _ARRAY_INDEX: Final = re.compile(r"0|[1-9][0-9]{0,9}")
 _MAX_ARRAY_INDEX: Final = 2**32 - 2
 
 
-def _js_key_order(value: dict[str, Any]) -> list[str]:
+def _js_key_order(value: dict[Any, Any]) -> list[str]:
+    """The keys of ``value`` in the order JavaScript prints them (refusing non-string keys)."""
+    keys = list(value)
+    plain = True
+    for key in keys:
+        if type(key) is not str:
+            raise _limit(MSG_NOT_JSON)
+        if plain and (not key.isascii() or key.isdigit() or key == "__proto__"):
+            plain = False
+    if not plain:
+        return _js_key_order_slow(value)
+    # ASCII keys that are not all digits: UTF-16 order is code point order, no array indices.
+    keys.sort()
+    return keys
+
+
+def _js_key_order_slow(value: dict[str, Any]) -> list[str]:
     # The reference sorts the keys into a fresh object and stringifies it, so the engine's own
     # property order applies: array-index keys ("0" .. "4294967294") first, numerically; then
     # the other keys in sorted (UTF-16) order. A "__proto__" key sets the prototype of that
@@ -322,32 +342,28 @@ def _js_key_order(value: dict[str, Any]) -> list[str]:
 
 def _write(value: Any, out: list[str]) -> None:
     kind = type(value)
-    if value is None:
-        out.append("null")
-    elif kind is str:
+    if kind is str:
         out.append(_js_string(value))
+    elif kind is dict:
+        separator = "{"
+        for key in _js_key_order(value):
+            out.append(separator + _js_string(key) + ":")
+            separator = ","
+            _write(value[key], out)
+        out.append("}" if separator == "," else "{}")
+    elif kind is list:
+        separator = "["
+        for item in value:
+            out.append(separator)
+            separator = ","
+            _write(item, out)
+        out.append("]" if separator == "," else "[]")
+    elif value is None:
+        out.append("null")
     elif kind is bool:
         out.append("true" if value else "false")
     elif kind is int or kind is float:
         out.append(_js_number(value))
-    elif kind is list:
-        out.append("[")
-        for index, item in enumerate(value):
-            if index:
-                out.append(",")
-            _write(item, out)
-        out.append("]")
-    elif kind is dict:
-        if any(type(key) is not str for key in value):
-            raise _limit(MSG_NOT_JSON)
-        out.append("{")
-        for index, key in enumerate(_js_key_order(value)):
-            if index:
-                out.append(",")
-            out.append(_js_string(key))
-            out.append(":")
-            _write(value[key], out)
-        out.append("}")
     else:
         raise _limit(MSG_NOT_JSON)
 
@@ -386,18 +402,45 @@ def effect_key(
     ``principalId``, ``sessionId``, ``runId``, ``toolCallId``, ``toolName``, ``argumentsHash``);
     ownership is taken from the verified identity, absent account and user are ``null``.
     """
-    material = {
-        "tenantId": identity.tenant_id,
-        "accountId": identity.account_id,
-        "userId": identity.user_id,
-        "principalId": identity.principal_id,
-        "sessionId": session_id,
-        "runId": run_id,
-        "toolCallId": tool_call_id,
-        "toolName": tool_name,
-        "argumentsHash": arguments_hash,
-    }
-    return KEY_PREFIX + _sha256_hex(canonical_json(material))
+    values = (
+        identity.account_id,
+        arguments_hash,
+        identity.principal_id,
+        run_id,
+        session_id,
+        identity.tenant_id,
+        tool_call_id,
+        tool_name,
+        identity.user_id,
+    )
+    if all(value is None or type(value) is str for value in values):
+        # canonical_json of the object, written directly: its names are fixed and _KEY_NAMES
+        # lists them in canonical order, so only the values need writing.
+        text = (
+            "{"
+            + ",".join(
+                name + ("null" if value is None else _js_string(value))
+                for name, value in zip(_KEY_FIELDS, values, strict=True)
+            )
+            + "}"
+        )
+    else:
+        text = canonical_json(dict(zip(_KEY_NAMES, values, strict=True)))
+    return KEY_PREFIX + _sha256_hex(text)
+
+
+_KEY_NAMES: Final = (
+    "accountId",
+    "argumentsHash",
+    "principalId",
+    "runId",
+    "sessionId",
+    "tenantId",
+    "toolCallId",
+    "toolName",
+    "userId",
+)
+_KEY_FIELDS: Final = tuple(f'"{name}":' for name in _KEY_NAMES)
 
 
 # --- records -------------------------------------------------------------------------------------
@@ -461,31 +504,7 @@ class ToolEffectRecord:
     failure: ToolEffectFailure | None = None
 
     def to_dict(self) -> dict[str, JSONValue]:
-        out: dict[str, JSONValue] = {
-            "key": self.key,
-            "session_id": self.session_id,
-            "run_id": self.run_id,
-            "tool_call_id": self.tool_call_id,
-            "tool_name": self.tool_name,
-            "arguments_hash": self.arguments_hash,
-            "status": self.status,
-            "attempt": self.attempt,
-            "version": self.version,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "tenant_id": self.tenant_id,
-        }
-        optional: dict[str, Any] = {
-            "account_id": self.account_id,
-            "user_id": self.user_id,
-            "claim_token": self.claim_token,
-            "expires_at": self.expires_at,
-            "result": None if self.result is None else self.result.to_dict(),
-            "result_ref": self.result_ref,
-            "failure": None if self.failure is None else self.failure.to_dict(),
-        }
-        out.update((name, item) for name, item in optional.items() if item is not None)
-        return out
+        return _record_data(self, None)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ToolEffectRecord:
@@ -513,6 +532,42 @@ class ToolEffectRecord:
             result_ref=data.get("result_ref"),
             failure=None if failure is None else ToolEffectFailure(**failure),
         )
+
+
+def _record_data(
+    record: ToolEffectRecord, result_data: dict[str, JSONValue] | None
+) -> dict[str, JSONValue]:
+    """``record.to_dict()``; ``result_data``, when given, is ``record.result.to_dict()``."""
+    out: dict[str, JSONValue] = {
+        "key": record.key,
+        "session_id": record.session_id,
+        "run_id": record.run_id,
+        "tool_call_id": record.tool_call_id,
+        "tool_name": record.tool_name,
+        "arguments_hash": record.arguments_hash,
+        "status": record.status,
+        "attempt": record.attempt,
+        "version": record.version,
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+        "tenant_id": record.tenant_id,
+    }
+    # The optional fields, in a fixed order, only when set.
+    if record.account_id is not None:
+        out["account_id"] = record.account_id
+    if record.user_id is not None:
+        out["user_id"] = record.user_id
+    if record.claim_token is not None:
+        out["claim_token"] = record.claim_token
+    if record.expires_at is not None:
+        out["expires_at"] = record.expires_at
+    if record.result is not None:
+        out["result"] = record.result.to_dict() if result_data is None else result_data
+    if record.result_ref is not None:
+        out["result_ref"] = record.result_ref
+    if record.failure is not None:
+        out["failure"] = record.failure.to_dict()
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -666,10 +721,16 @@ def _to_ms(moment: datetime) -> int:
     return int(moment.timestamp() * 1000)
 
 
+@lru_cache(maxsize=64)
+def _iso_second(second: int) -> str:
+    # A busy store stamps many records within one second (and their deadlines within another).
+    return datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
 def iso_from_ms(ms: int) -> str:
     """JavaScript ``toISOString`` form of a millisecond timestamp."""
-    moment = datetime.fromtimestamp(ms // 1000, UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{ms % 1000:03d}Z"
+    second, milli = divmod(ms, 1000)
+    return f"{_iso_second(second)}.{milli:03d}Z"
 
 
 def ms_from_iso(text: str) -> int:
@@ -736,19 +797,26 @@ def _check_failure(value: Any) -> ToolEffectFailure:
 
 
 def _check_result(result: Any, key: ToolEffectKey) -> ToolResult | None:
+    _checked_result_data(result, key)
+    return result  # type: ignore[no-any-return]
+
+
+def _checked_result_data(result: Any, key: ToolEffectKey) -> dict[str, JSONValue] | None:
+    """Check a result to store for ``key``; its ``to_dict`` (reused to encode the record)."""
     if result is None:
         return None
     if not isinstance(result, ToolResult):
         raise _limit("tool result must be JSON serializable")
     if result.tool_call_id != key.tool_call_id or result.name != key.tool_name:
         raise _conflict()
+    data = result.to_dict()
     try:
-        size = len(_json.dumps(result.to_dict()))
+        size = len(_json.dumps(data))
     except (_json.JSONEncodeError, TypeError) as err:
         raise _limit("tool result must be JSON serializable") from err
     if size > MAX_RESULT_BYTES:
         raise _limit("tool result exceeds limits")
-    return result
+    return data
 
 
 def _check_version(value: Any) -> int:
@@ -757,10 +825,13 @@ def _check_version(value: Any) -> int:
     return value
 
 
-def encode_record(record: ToolEffectRecord) -> bytes:
-    """The stored JSON of a record; refuses a record over 128 KiB."""
+def encode_record(
+    record: ToolEffectRecord, result_data: dict[str, JSONValue] | None = None
+) -> bytes:
+    """The stored JSON of a record; refuses a record over 128 KiB. ``result_data`` is
+    ``record.result.to_dict()`` when the caller has it already."""
     try:
-        blob = _json.dumps(record.to_dict())
+        blob = _json.dumps(_record_data(record, result_data))
     except (_json.JSONEncodeError, TypeError) as err:
         raise _limit("tool effect record must be JSON serializable") from err
     if len(blob) > MAX_RECORD_BYTES:
@@ -773,6 +844,83 @@ def decode_record(blob: bytes | str) -> ToolEffectRecord:
 
 
 Step: TypeAlias = Callable[["ToolEffectRecord | None"], "tuple[ToolEffectRecord | None, Any]"]
+
+
+def _new_claim(key: ToolEffectKey, now_ms: int, ttl_ms: int) -> ToolEffectRecord:
+    """The first claim of ``key``: ``pending``, attempt 1, version 1, a fresh token."""
+    stamp = iso_from_ms(now_ms)
+    ownership = key.ownership
+    return ToolEffectRecord(
+        key=key.key,
+        session_id=key.session_id,
+        run_id=key.run_id,
+        tool_call_id=key.tool_call_id,
+        tool_name=key.tool_name,
+        arguments_hash=key.arguments_hash,
+        status="pending",
+        attempt=1,
+        version=1,
+        created_at=stamp,
+        updated_at=stamp,
+        tenant_id=ownership.tenant_id,
+        account_id=ownership.account_id,
+        user_id=ownership.user_id,
+        claim_token=uuid.uuid4().hex,
+        expires_at=iso_from_ms(now_ms + ttl_ms),
+    )
+
+
+# The two transitions of every call are built field by field: ``dataclasses.replace`` costs
+# several times as much, and these run on every dispatch.
+
+
+def _dispatched(record: ToolEffectRecord, stamp: str) -> ToolEffectRecord:
+    """``pending`` -> ``dispatched``; the token and the deadline stay."""
+    return ToolEffectRecord(
+        key=record.key,
+        session_id=record.session_id,
+        run_id=record.run_id,
+        tool_call_id=record.tool_call_id,
+        tool_name=record.tool_name,
+        arguments_hash=record.arguments_hash,
+        status="dispatched",
+        attempt=record.attempt,
+        version=record.version + 1,
+        created_at=record.created_at,
+        updated_at=stamp,
+        tenant_id=record.tenant_id,
+        account_id=record.account_id,
+        user_id=record.user_id,
+        claim_token=record.claim_token,
+        expires_at=record.expires_at,
+        result=record.result,
+        result_ref=record.result_ref,
+        failure=record.failure,
+    )
+
+
+def _completed(
+    record: ToolEffectRecord, stamp: str, result: ToolResult | None, ref: str | None
+) -> ToolEffectRecord:
+    """``dispatched`` -> ``completed``: the claim ends, the result is kept."""
+    return ToolEffectRecord(
+        key=record.key,
+        session_id=record.session_id,
+        run_id=record.run_id,
+        tool_call_id=record.tool_call_id,
+        tool_name=record.tool_name,
+        arguments_hash=record.arguments_hash,
+        status="completed",
+        attempt=record.attempt,
+        version=record.version + 1,
+        created_at=record.created_at,
+        updated_at=stamp,
+        tenant_id=record.tenant_id,
+        account_id=record.account_id,
+        user_id=record.user_id,
+        result=result,
+        result_ref=ref,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -790,6 +938,17 @@ class BaseToolEffectStore(ABC):
     none, else a conditional update on the old version and token), then returns ``value``, or
     raises it when it is a ``_Raise``. ``_cleanup(owner, before_ms, limit)`` deletes terminal
     records. ``_call(fn)`` runs blocking work (directly, or in a worker thread).
+
+    Two writes skip the read: ``_insert(slot, record, blob)`` stores a new claim unless the slot
+    holds a record, and ``_swap(slot, record, blob, version, token)`` replaces the record only
+    while the stored one still has that version and claim token. A durable store makes each of
+    them one conditional statement (the defaults go through ``_transact``); ``_call_write(fn)``
+    runs one (a store may commit those of concurrent calls together, see ``GroupCommit``).
+    ``begin`` inserts first, and a claim holder advances its claim with ``mark_dispatched_from``
+    and ``complete_from``: so a call that runs without surprises writes three times and reads
+    never. Every write bumps ``version`` and a claim's token is fresh for every claim, so a
+    record whose version and token are still the ones the holder wrote is exactly the record it
+    holds.
     """
 
     def __init__(self, now: Clock | None = None) -> None:
@@ -805,6 +964,33 @@ class BaseToolEffectStore(ABC):
 
     async def _call(self, fn: Callable[[], T]) -> T:
         return fn()
+
+    async def _call_write(self, fn: Callable[[], bool]) -> bool:
+        """Run one conditional write (``_insert`` or ``_swap``); a store may commit the writes
+        of concurrent calls together."""
+        return await self._call(fn)
+
+    def _insert(self, slot: Slot, record: ToolEffectRecord, blob: bytes) -> bool:
+        """Store ``record`` (``blob`` is its JSON) if the slot holds no record; False if it
+        holds one."""
+
+        def step(current: ToolEffectRecord | None) -> tuple[ToolEffectRecord | None, bool]:
+            return (record, True) if current is None else (None, False)
+
+        return bool(self._transact(slot, step))
+
+    def _swap(
+        self, slot: Slot, record: ToolEffectRecord, blob: bytes, version: int, token: str
+    ) -> bool:
+        """Replace the stored record by ``record`` if it has this version and claim token;
+        False (nothing written) otherwise."""
+
+        def step(current: ToolEffectRecord | None) -> tuple[ToolEffectRecord | None, bool]:
+            if current is None or current.version != version or current.claim_token != token:
+                return None, False
+            return record, True
+
+        return bool(self._transact(slot, step))
 
     # checks --------------------------------------------------------------------------------
 
@@ -921,44 +1107,32 @@ class BaseToolEffectStore(ABC):
         """Claim the call, or report the record that already exists (unchanged)."""
         ttl = _check_ttl(claim_ttl_ms)
         attempts = _check_attempts(max_attempts)
+        slot = self._slot(key)
+        # Most calls are new: try to insert the claim without reading first. If a record is
+        # there, nothing was written and the read-check-write path below decides.
+        fresh = _new_claim(key, self._now_ms(), ttl)
+        blob = encode_record(fresh)
+        if await self._call_write(lambda: self._insert(slot, fresh, blob)):
+            return BeginOutcome("acquired", fresh)
 
         def action(
             record: ToolEffectRecord | None, now_ms: int
         ) -> tuple[ToolEffectRecord | None, Any]:
-            stamp = iso_from_ms(now_ms)
-            claim = {
-                "status": "pending",
-                "claim_token": uuid.uuid4().hex,
-                "expires_at": iso_from_ms(now_ms + ttl),
-                "updated_at": stamp,
-            }
             if record is None:
-                ownership = key.ownership
-                fresh = ToolEffectRecord(
-                    key=key.key,
-                    session_id=key.session_id,
-                    run_id=key.run_id,
-                    tool_call_id=key.tool_call_id,
-                    tool_name=key.tool_name,
-                    arguments_hash=key.arguments_hash,
-                    attempt=1,
-                    version=1,
-                    created_at=stamp,
-                    tenant_id=ownership.tenant_id,
-                    account_id=ownership.account_id,
-                    user_id=ownership.user_id,
-                    **claim,  # type: ignore[arg-type]
-                )
+                fresh = _new_claim(key, now_ms, ttl)
                 return fresh, BeginOutcome("acquired", fresh)
             if record.status == "failed_retryable" and record.attempt < attempts:
                 again = replace(
                     record,
+                    status="pending",
                     attempt=record.attempt + 1,
                     version=record.version + 1,
+                    updated_at=iso_from_ms(now_ms),
+                    claim_token=uuid.uuid4().hex,
+                    expires_at=iso_from_ms(now_ms + ttl),
                     result=None,
                     result_ref=None,
                     failure=None,
-                    **claim,  # type: ignore[arg-type]
                 )
                 return again, BeginOutcome("acquired", again)
             return None, BeginOutcome("existing", record)
@@ -1005,11 +1179,94 @@ class BaseToolEffectStore(ABC):
             allowed=frozenset(("pending",)),
             claim_token=claim_token,
             expected_version=expected_version,
-            change=lambda rec, stamp: replace(
-                rec, status="dispatched", version=rec.version + 1, updated_at=stamp
+            change=_dispatched,
+        )
+        return record
+
+    async def mark_dispatched_from(
+        self, key: ToolEffectKey, held: ToolEffectRecord
+    ) -> ToolEffectRecord:
+        """``mark_dispatched`` for the holder of a claim: ``held`` is the record ``begin``
+        returned for ``key``. One conditional write, no read, while the stored record is still
+        ``held`` and unexpired; otherwise exactly what ``mark_dispatched(key,
+        claim_token=held.claim_token, expected_version=held.version)`` does."""
+        record: ToolEffectRecord = await self._advance(
+            key,
+            held,
+            "pending",
+            _dispatched,
+            lambda: self.mark_dispatched(
+                key, claim_token=held.claim_token or "", expected_version=held.version
             ),
         )
         return record
+
+    async def complete_from(
+        self, key: ToolEffectKey, held: ToolEffectRecord, result: ToolResult | None
+    ) -> ToolEffectRecord:
+        """``complete`` for the holder of a claim: ``held`` is the record
+        ``mark_dispatched_from`` returned. One conditional write, no read, while the stored
+        record is still ``held`` and unexpired; otherwise exactly what ``complete(key,
+        claim_token=held.claim_token, expected_version=held.version, result=result)`` does."""
+        data = _checked_result_data(result, key) if isinstance(key, ToolEffectKey) else None
+        record: ToolEffectRecord = await self._advance(
+            key,
+            held,
+            "dispatched",
+            lambda rec, stamp: _completed(rec, stamp, result, None),
+            lambda: self.complete(
+                key,
+                claim_token=held.claim_token or "",
+                expected_version=held.version,
+                result=result,
+            ),
+            data,
+        )
+        return record
+
+    async def _advance(
+        self,
+        key: ToolEffectKey,
+        held: ToolEffectRecord,
+        status: ToolEffectStatus,
+        change: Callable[[ToolEffectRecord, str], ToolEffectRecord],
+        otherwise: Callable[[], Awaitable[ToolEffectRecord]],
+        result_data: dict[str, JSONValue] | None = None,
+    ) -> ToolEffectRecord:
+        token = held.claim_token
+        if (
+            type(key) is ToolEffectKey
+            and type(held) is ToolEffectRecord
+            and held.status == status
+            and held.key == key.key
+            and token is not None
+            and held.expires_at is not None
+        ):
+            # The checks of _slot that depend on the moment; the rest held when the claim was
+            # taken, for the same (immutable) key.
+            _check_signal(key.signal)
+            now = self._now()
+            key.identity.check_active(now)
+            now_ms = _to_ms(now)
+            if ms_from_iso(held.expires_at) > now_ms:  # expired: the full path expires it
+                written = change(held, iso_from_ms(now_ms))
+                blob = encode_record(written, result_data)
+                ownership = key.ownership
+                slot = (
+                    ownership.tenant_id,
+                    ownership.account_id or "",
+                    ownership.user_id or "",
+                    key.identity.principal_id,
+                    key.key,
+                )
+
+                def swap() -> bool:
+                    return self._swap(slot, written, blob, held.version, token)
+
+                if await self._call_write(swap):
+                    return written
+        # Something changed under the holder (or the claim expired): read, check and write.
+        return await otherwise()
 
     async def complete(
         self,
@@ -1031,17 +1288,7 @@ class BaseToolEffectStore(ABC):
             allowed=frozenset(("dispatched",)),
             claim_token=claim_token,
             expected_version=expected_version,
-            change=lambda rec, stamp: replace(
-                rec,
-                status="completed",
-                version=rec.version + 1,
-                updated_at=stamp,
-                claim_token=None,
-                expires_at=None,
-                result=stored,
-                result_ref=ref,
-                failure=None,
-            ),
+            change=lambda rec, stamp: _completed(rec, stamp, stored, ref),
         )
         return record
 
@@ -1170,6 +1417,87 @@ class BaseToolEffectStore(ABC):
         return await self._call(lambda: self._cleanup(owner, before_ms, count))
 
 
+class _Alone:
+    """A queued write's outcome when it could not be committed with the others and nothing of
+    it was written: its caller runs it on its own."""
+
+
+RUN_ALONE: Final = _Alone()
+Write: TypeAlias = Callable[[], bool]
+WriteOutcome: TypeAlias = "bool | _Alone | BaseException"
+
+
+class GroupCommit:
+    """Commits the conditional writes (``_insert``, ``_swap``) that concurrent calls on one
+    event loop make in one turn of the loop together, at the start of the next turn: one
+    transaction, one flush to disk. Every caller resumes only after that commit, so a write is
+    as durable when its caller proceeds as if it had been committed alone.
+
+    ``commit_together(writes)`` runs on the loop thread and returns one outcome per write (its
+    row count test, ``RUN_ALONE``, or the error it raised), or ``None`` when it cannot run now
+    (the connection is in use elsewhere): then every write goes to ``call(write)``, the store's
+    usual way to run one operation. Waiting a turn costs a lone caller two turns of the loop,
+    so while commits keep holding a single write, writes go straight to ``call`` and only
+    every ``LONE_PROBE``-th one waits to see whether others come along.
+    """
+
+    LONE_PROBE: Final = 16
+
+    def __init__(
+        self,
+        commit_together: Callable[[list[Write]], list[WriteOutcome] | None],
+        call: Callable[[Write], Awaitable[bool]],
+    ) -> None:
+        self._commit_together = commit_together
+        self._call = call
+        self._queued: dict[asyncio.AbstractEventLoop, list[tuple[Write, asyncio.Future[Any]]]]
+        self._queued = {}
+        # How many writes in a row met no company, on the loop that made them.
+        self._lone_loop: asyncio.AbstractEventLoop | None = None
+        self._lone_writes = 0
+
+    async def write(self, fn: Write) -> bool:
+        loop = asyncio.get_running_loop()
+        queue = self._queued.get(loop)
+        if queue is None and self._lone_loop is loop and self._lone_writes % self.LONE_PROBE:
+            self._lone_writes += 1
+            return await self._call(fn)
+        done: asyncio.Future[Any] = loop.create_future()
+        if queue is None:
+            queue = self._queued[loop] = []
+            loop.call_soon(self._commit, loop)
+        queue.append((fn, done))
+        outcome = await done
+        if outcome is RUN_ALONE:
+            return await self._call(fn)
+        return bool(outcome)
+
+    def _commit(self, loop: asyncio.AbstractEventLoop) -> None:
+        batch = [item for item in self._queued.pop(loop, []) if not item[1].cancelled()]
+        if not batch:
+            return
+        if len(batch) > 1:
+            self._lone_loop, self._lone_writes = None, 0
+        elif self._lone_loop is loop:
+            self._lone_writes += 1
+        else:
+            self._lone_loop, self._lone_writes = loop, 1
+        outcomes: list[WriteOutcome] | None
+        try:
+            outcomes = self._commit_together([fn for fn, _done in batch])
+        except Exception as err:  # never leave a caller waiting
+            outcomes = [err] * len(batch)
+        if outcomes is None:
+            outcomes = [RUN_ALONE] * len(batch)
+        for (_fn, done), outcome in zip(batch, outcomes, strict=True):
+            if done.cancelled():
+                continue
+            if isinstance(outcome, BaseException):
+                done.set_exception(outcome)
+            else:
+                done.set_result(outcome)
+
+
 def finish_step(outcome: Any) -> Any:
     """Return a step's value, or raise it when the step asked to (used by store subclasses)."""
     if isinstance(outcome, _Raise):
@@ -1187,26 +1515,50 @@ class InMemoryToolEffectStore(BaseToolEffectStore):
     def __init__(self, now: Clock | None = None) -> None:
         super().__init__(now)
         self._lock = threading.Lock()
-        self._rows: dict[Slot, tuple[str, int, bytes]] = {}
+        # slot -> (status, updated ms, record JSON, version, claim token)
+        self._rows: dict[Slot, tuple[str, int, bytes, int, str | None]] = {}
+
+    @staticmethod
+    def _row(record: ToolEffectRecord, blob: bytes) -> tuple[str, int, bytes, int, str | None]:
+        return (
+            record.status,
+            ms_from_iso(record.updated_at),
+            blob,
+            record.version,
+            record.claim_token,
+        )
 
     def _transact(self, slot: Slot, step: Step) -> Any:
         with self._lock:
-            blob = self._rows.get(slot)
-            current = None if blob is None else decode_record(blob[2])
+            row = self._rows.get(slot)
+            current = None if row is None else decode_record(row[2])
             written, value = step(current)
             if written is not None:
-                self._rows[slot] = (
-                    written.status,
-                    ms_from_iso(written.updated_at),
-                    encode_record(written),
-                )
+                self._rows[slot] = self._row(written, encode_record(written))
         return finish_step(value)
+
+    def _insert(self, slot: Slot, record: ToolEffectRecord, blob: bytes) -> bool:
+        with self._lock:
+            if slot in self._rows:
+                return False
+            self._rows[slot] = self._row(record, blob)
+        return True
+
+    def _swap(
+        self, slot: Slot, record: ToolEffectRecord, blob: bytes, version: int, token: str
+    ) -> bool:
+        with self._lock:
+            row = self._rows.get(slot)
+            if row is None or row[3] != version or row[4] != token:
+                return False
+            self._rows[slot] = self._row(record, blob)
+        return True
 
     def _cleanup(self, owner: Owner, before_ms: int, limit: int) -> int:
         with self._lock:
             doomed = sorted(
                 (updated, slot)
-                for slot, (status, updated, _blob) in self._rows.items()
+                for slot, (status, updated, *_stored) in self._rows.items()
                 if slot[:3] == owner and status in _TERMINAL and updated < before_ms
             )[:limit]
             for _updated, slot in doomed:
