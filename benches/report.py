@@ -158,6 +158,8 @@ def release_problems(core: Path, *, editable: bool) -> list[str]:
     if editable:
         problems.append("prism-tools is an editable install")
     for parent in core.resolve().parents:
+        if parent.name in ("site-packages", "dist-packages"):
+            break  # an installed copy, even when the venv itself sits inside a checkout
         if (parent / "Cargo.toml").is_file():
             problems.append(f"the core is inside the source tree {parent}")
             break

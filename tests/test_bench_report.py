@@ -421,6 +421,16 @@ def test_a_stripped_core_outside_a_source_tree_passes(tmp_path: Path) -> None:
     assert report.release_problems(core, editable=False) == []
 
 
+def test_a_venv_inside_the_checkout_is_an_installed_copy(tmp_path: Path) -> None:
+    # `make bench` keeps its venv in the checkout: its site-packages is not the source tree.
+    (tmp_path / "Cargo.toml").write_text("[package]\n", encoding="utf-8")
+    site = tmp_path / ".venv-bench" / "lib" / "python3.11" / "site-packages"
+    core = site / "prism_tools" / "_core.abi3.so"
+    core.parent.mkdir(parents=True)
+    core.write_bytes(elf([".text", ".dynsym"]))
+    assert report.release_problems(core, editable=False) == []
+
+
 def test_debug_sections_a_source_tree_and_editable_installs_are_refused(tmp_path: Path) -> None:
     (tmp_path / "Cargo.toml").write_text("[package]\n", encoding="utf-8")
     core = tmp_path / "python" / "prism_tools" / "_core.abi3.so"
