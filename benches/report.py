@@ -18,7 +18,7 @@ versions, commands, timings) and each suite's log and JUnit XML (for skip reason
 The page is rendered only from those files: the ratio code of each bench module is imported and
 reused (``per_call_micros``/``best_micros``/``best_per_run``/... and ``target_ratios``), the prose
 lives in the templates below with every number filled in from the run. ``main(argv)`` is the entry
-point; ``find_repo_root(start)`` finds a checkout from a directory inside it.
+point (``prism-tools bench`` loads this file and calls it).
 """
 
 from __future__ import annotations
@@ -102,21 +102,6 @@ SUITES = (
     Suite("durability", "Durability", 7, "bench_durability.py"),
 )
 SUITE_NAMES = tuple(suite.name for suite in SUITES)
-
-
-# ------------------------------------------------------------------------------------ repo root
-
-
-def find_repo_root(start: Path | None = None) -> Path | None:
-    """The prism-tools checkout holding ``start`` (default: the current directory): the nearest
-    directory with ``benches/report.py`` and ``pyproject.toml``; None outside a checkout."""
-    here = (start or Path.cwd()).resolve()
-    for directory in (here, *here.parents):
-        if (directory / "benches" / "report.py").is_file() and (
-            directory / "pyproject.toml"
-        ).is_file():
-            return directory
-    return None
 
 
 # ------------------------------------------------------------------------ release-build check

@@ -495,11 +495,6 @@ def test_allow_debug_measures_and_the_page_says_so(
     assert "**not a release build** (`--allow-debug`): the core has .debug_info" in page
 
 
-def test_find_repo_root_walks_up_from_inside_a_checkout(tmp_path: Path) -> None:
-    assert report.find_repo_root(ROOT / "tests" / "reference") == ROOT
-    assert report.find_repo_root(tmp_path) is None
-
-
 def test_a_reused_results_directory_renders_only_the_suites_of_its_last_run(
     tmp_path: Path,
 ) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from prism_tools import BLOCKED_REASONS, ToolExecutionContext, __version__
-from prism_tools.cli import main
+from prism_tools.cli import find_checkout, main
 from prism_tools.demo import DEMO_SECRET, run_demo
 from prism_tools.examples import EXCLUSIVE_TOOL, PROGRESS_TOOL, example_tools
 from prism_tools.formats import load_catalog
@@ -388,3 +388,9 @@ def test_bench_hands_its_arguments_to_the_report_script(
 def test_every_command_has_help(capsys: pytest.CaptureFixture[str], command: str) -> None:
     assert main([command, "--help"]) == 0
     assert f"prism-tools {command}" in capsys.readouterr().out
+
+
+def test_find_checkout_walks_up_from_inside_a_checkout(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[1]
+    assert find_checkout(root / "tests" / "data") == root
+    assert find_checkout(tmp_path) is None

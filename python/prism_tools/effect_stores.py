@@ -28,7 +28,7 @@ from prism_tools.effects import (
     decode_record,
     encode_record,
     finish_step,
-    ms_from_iso,
+    stored_columns,
 )
 
 T = TypeVar("T")
@@ -240,25 +240,11 @@ class SqliteToolEffectStore(BaseToolEffectStore):
     ) -> bool:
         """Insert ``record`` if ``old`` is None, else update the row that still has ``old``'s
         version and claim token; whether a row was written."""
-        updated = ms_from_iso(record.updated_at)
+        columns = stored_columns(record)
         if old is None:
-            cursor = db.execute(
-                _INSERT_SQL,
-                (*slot, record.status, record.version, record.claim_token, updated, blob),
-            )
+            cursor = db.execute(_INSERT_SQL, (*slot, *columns, blob))
         else:
-            cursor = db.execute(
-                _UPDATE_SQL,
-                (
-                    record.status,
-                    record.version,
-                    record.claim_token,
-                    updated,
-                    blob,
-                    *slot,
-                    *old,
-                ),
-            )
+            cursor = db.execute(_UPDATE_SQL, (*columns, blob, *slot, *old))
         return cursor.rowcount == 1
 
     def _insert(self, slot: Slot, record: ToolEffectRecord, blob: bytes) -> bool:

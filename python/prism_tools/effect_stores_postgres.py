@@ -68,7 +68,7 @@ from prism_tools.effects import (
     decode_record,
     encode_record,
     finish_step,
-    ms_from_iso,
+    stored_columns,
 )
 
 if TYPE_CHECKING:
@@ -266,30 +266,14 @@ class PostgresToolEffectStore(BaseToolEffectStore):
 
     def _insert(self, slot: Slot, record: ToolEffectRecord, blob: bytes) -> bool:
         _check_text(slot)
-        values = (
-            *slot,
-            record.status,
-            record.version,
-            record.claim_token,
-            ms_from_iso(record.updated_at),
-            blob.decode("utf-8"),
-        )
+        values = (*slot, *stored_columns(record), blob.decode("utf-8"))
         return self._write_once(_INSERT_SQL, values)
 
     def _swap(
         self, slot: Slot, record: ToolEffectRecord, blob: bytes, version: int, token: str
     ) -> bool:
         _check_text(slot)
-        values = (
-            record.status,
-            record.version,
-            record.claim_token,
-            ms_from_iso(record.updated_at),
-            blob.decode("utf-8"),
-            *slot,
-            version,
-            token,
-        )
+        values = (*stored_columns(record), blob.decode("utf-8"), *slot, version, token)
         return self._write_once(_UPDATE_SQL, values)
 
     def _write_once(self, sql: str, values: tuple[Any, ...]) -> bool:
@@ -326,26 +310,11 @@ class PostgresToolEffectStore(BaseToolEffectStore):
         if written is None:
             return value
         blob = encode_record(written).decode("utf-8")
-        updated = ms_from_iso(written.updated_at)
+        columns = stored_columns(written)
         if row is None:
-            cursor = conn.execute(
-                _INSERT_SQL,
-                (*slot, written.status, written.version, written.claim_token, updated, blob),
-            )
+            cursor = conn.execute(_INSERT_SQL, (*slot, *columns, blob))
         else:
-            cursor = conn.execute(
-                _UPDATE_SQL,
-                (
-                    written.status,
-                    written.version,
-                    written.claim_token,
-                    updated,
-                    blob,
-                    *slot,
-                    row[0],
-                    row[1],
-                ),
-            )
+            cursor = conn.execute(_UPDATE_SQL, (*columns, blob, *slot, row[0], row[1]))
         if cursor.rowcount != 1:
             raise _LostRace
         return value

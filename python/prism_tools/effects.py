@@ -733,6 +733,12 @@ def iso_from_ms(ms: int) -> str:
     return f"{_iso_second(second)}.{milli:03d}Z"
 
 
+def stored_columns(record: ToolEffectRecord) -> tuple[str, int, str | None, int]:
+    """The columns the SQL stores keep beside a record's JSON, in their statements' order:
+    status, version, claim token, and the update time in milliseconds."""
+    return (record.status, record.version, record.claim_token, ms_from_iso(record.updated_at))
+
+
 def ms_from_iso(text: str) -> int:
     return _to_ms(datetime.fromisoformat(text))
 
