@@ -394,3 +394,34 @@ def test_find_checkout_walks_up_from_inside_a_checkout(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[1]
     assert find_checkout(root / "tests" / "data") == root
     assert find_checkout(tmp_path) is None
+
+
+def test_check_shows_progress_only_on_a_terminal(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(["check", "@examples"]) == 0
+    progress = terminal.getvalue()
+    total = len(example_tools())
+    assert progress.startswith("\rchecked 100/")
+    assert progress.endswith(f"\rchecked {total}/{total} tools\n")
+
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert main(["check", "@examples"]) == 0
+    assert sys.stderr.getvalue() == ""  # type: ignore[attr-defined]
+    capsys.readouterr()
+
+
+def test_export_strict_is_refused_for_formats_without_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status, out, err = run_cli_both(capsys, "export", "@examples", "-f", "anthropic", "--strict")
+    assert (status, out) == (2, "")
+    assert err == "prism-tools export: strict mode applies to the OpenAI formats, not 'anthropic'\n"
