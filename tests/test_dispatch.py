@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +30,7 @@ from prism_tools import (
     create_tool_registry,
     dispatch_tool_call,
 )
+from prism_tools.types import ignore_progress
 
 
 class Spy:
@@ -107,6 +109,114 @@ async def test_success_returns_value_and_emits_started_then_finished() -> None:
     assert rows[0].started_at.endswith("Z")
     assert rows[0].id != rows[1].id
     assert all(row.redacted is False for row in rows)
+
+
+ISO_MILLIS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
+ROW_ID = re.compile(r"toolcall_[0-9a-f]{16}_[0-9a-f]+")
+
+
+async def test_success_events_rows_and_tool_context_carry_exactly_these_fields() -> None:
+    # Dispatch builds these in place on its hot path: pin every field against the constructors.
+    spy = Spy(value={"text": "hi"})
+    owner = Ownership(tenant_id="t1", account_id="a1", user_id="u1")
+    the_call = call(arguments={"text": "hi"})
+    result, recorder, ledger = await run(spy, the_call, ownership=owner)
+    assert result == ToolResult(tool_call_id="call_1", name="echo", value={"text": "hi"})
+    started, finished = recorder.events
+    assert started == AgentEvent(
+        type="tool_execution_started", session_id="s1", run_id="r1", call=the_call
+    )
+    assert finished.metadata is not None
+    assert finished == AgentEvent(
+        type="tool_execution_finished",
+        session_id="s1",
+        run_id="r1",
+        result=result,
+        metadata={"duration_ms": finished.metadata["duration_ms"], "status": "finished"},
+    )
+    first, last = ledger.records
+    same: dict[str, Any] = {
+        "session_id": "s1",
+        "run_id": "r1",
+        "tool_call_id": "call_1",
+        "name": "echo",
+        "arguments": {"text": "hi"},
+        "started_at": first.started_at,
+        "tenant_id": "t1",
+        "account_id": "a1",
+        "user_id": "u1",
+    }
+    assert first == ToolCallRecord(id=first.id, status="started", **same)
+    assert last == ToolCallRecord(
+        id=last.id, status="finished", finished_at=last.finished_at, result=result, **same
+    )
+    assert ISO_MILLIS.fullmatch(first.started_at)
+    assert last.finished_at is not None
+    assert ISO_MILLIS.fullmatch(last.finished_at)
+    assert ROW_ID.fullmatch(first.id)
+    assert ROW_ID.fullmatch(last.id)
+    assert first.id != last.id
+    tool_context = spy.calls[0][1]
+    assert type(tool_context) is ToolExecutionContext
+    assert tool_context == ToolExecutionContext(
+        session_id="s1", run_id="r1", tool_call_id="call_1", progress=tool_context.progress
+    )
+    assert tool_context.progress is not ignore_progress
+
+
+async def test_redacted_success_events_and_rows_are_scrubbed_and_marked() -> None:
+    the_call = call(arguments={"key": "tok-123"})
+    result, recorder, ledger = await run(Spy(value="tok-123"), the_call, secrets=["tok-123"])
+    assert result == ToolResult(tool_call_id="call_1", name="echo", value="[REDACTED]")
+    started, finished = recorder.events
+    assert started.call == ToolCall(id="call_1", name="echo", arguments={"key": "[REDACTED]"})
+    assert finished.result == result
+    assert [row.redacted for row in ledger.records] == [True, True]
+    assert [row.arguments for row in ledger.records] == [{"key": "[REDACTED]"}] * 2
+    assert ledger.records[1].result == result
+
+
+async def test_progress_under_audit_gives_these_event_and_row_fields() -> None:
+    async def tool_body(args: dict[str, Any], ctx: ToolExecutionContext) -> str:
+        await ctx.progress(0.5, {"step": 1})
+        return "done"
+
+    registry = create_tool_registry([ToolDefinition(name="t", execute=tool_body)])
+    recorder, ledger = EventLog(), InMemoryRunLedger()
+    await dispatch_tool_call(
+        call("t"), registry=registry, context=context(), emit=recorder, ledger=ledger
+    )
+    assert recorder.types == [
+        "tool_execution_started",
+        "tool_execution_progress",
+        "tool_execution_finished",
+    ]
+    assert recorder.events[1] == AgentEvent(
+        type="tool_execution_progress",
+        session_id="s1",
+        run_id="r1",
+        tool_call_id="call_1",
+        name="t",
+        progress=0.5,
+        metadata={"step": 1},
+    )
+    row = ledger.records[1]
+    assert row.progress_at is not None
+    assert ISO_MILLIS.fullmatch(row.progress_at)
+    assert row == ToolCallRecord(
+        id=row.id,
+        session_id="s1",
+        run_id="r1",
+        tool_call_id="call_1",
+        name="t",
+        arguments={},
+        status="started",
+        started_at=ledger.records[0].started_at,
+        progress=0.5,
+        progress_metadata={"step": 1},
+        progress_at=row.progress_at,
+    )
+    assert len({record.id for record in ledger.records}) == 3
 
 
 async def test_a_returned_tool_result_is_used_as_is() -> None:

@@ -14,6 +14,7 @@ from prism_tools import (
     ToolExecutionContext,
     ToolResult,
 )
+from prism_tools._frozen import builder, twin
 from prism_tools._json import loads
 from prism_tools.types import ignore_progress, to_json
 
@@ -52,6 +53,18 @@ def test_fast_constructor_keeps_dataclass_behaviour() -> None:
     with pytest.raises(TypeError):
         ToolResult("c", "n", bogus=1)  # type: ignore[call-arg]
     assert pickle.loads(pickle.dumps(ErrorInfo("m", code="x"))) == ErrorInfo("m", code="x")
+
+
+def test_an_instance_built_through_the_twin_is_a_plain_frozen_instance() -> None:
+    made = twin(ToolResult)()
+    made.tool_call_id, made.name, made.value = "c", "n", {"a": 1}
+    made.content = made.error = made.metadata = None
+    made.__class__ = ToolResult
+    assert type(made) is ToolResult
+    assert made == ToolResult("c", "n", {"a": 1})
+    assert hash(ToolResult("c", "n", 1)) == hash(builder(ToolResult)("c", "n", 1, None, None, None))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.value = 2  # type: ignore[misc]
 
 
 def test_to_dict_omits_unset_fields_and_nests() -> None:
