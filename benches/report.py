@@ -272,22 +272,27 @@ def load_average() -> list[float] | None:
 # ------------------------------------------------------------------------------------- running
 
 
-def suite_commands(suite: Suite, results: Path, *, quick: bool) -> list[list[str]]:
-    """The commands that run ``suite`` from ``benches/``, writing into ``results``."""
-    pytest_cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        suite.file,
-        *PYTEST_OPTIONS,
-        f"--benchmark-json={results / (suite.name + '.json')}",
-        f"--junitxml={results / (suite.name + '.xml')}",
-    ]
-    if suite.select:
-        pytest_cmd += ["-k", suite.select]
-    if quick:
-        pytest_cmd += QUICK_OPTIONS
-    commands = [pytest_cmd]
+def suite_commands(suite: Suite, results: Path, *, quick: bool, repeat: int = 1) -> list[list[str]]:
+    """The commands that run ``suite`` from ``benches/``, writing into ``results``: the
+    benchmark ``repeat`` times (``NAME.json``, then ``NAME.2.json``, ...), the quality script
+    once."""
+    commands = []
+    for run in range(1, repeat + 1):
+        stem = suite.name if run == 1 else f"{suite.name}.{run}"
+        pytest_cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            suite.file,
+            *PYTEST_OPTIONS,
+            f"--benchmark-json={results / (stem + '.json')}",
+            f"--junitxml={results / (stem + '.xml')}",
+        ]
+        if suite.select:
+            pytest_cmd += ["-k", suite.select]
+        if quick:
+            pytest_cmd += QUICK_OPTIONS
+        commands.append(pytest_cmd)
     if suite.quality:
         commands.append(
             [sys.executable, "search_quality.py", "--json", str(results / "quality.json")]
@@ -302,7 +307,12 @@ def shown(command: Sequence[str], results: Path) -> str:
 
 
 def run_suites(
-    suites: Sequence[Suite], results: Path, *, quick: bool, log: Callable[[str], None]
+    suites: Sequence[Suite],
+    results: Path,
+    *,
+    quick: bool,
+    log: Callable[[str], None],
+    repeat: int = 1,
 ) -> dict[str, Any]:
     """Run each suite's commands in order; return their status, duration and commands."""
     env = dict(os.environ)
@@ -316,7 +326,7 @@ def run_suites(
         log(f"[{number}/{len(suites)}] {suite.name}: running ({elapsed(started)} elapsed)")
         outcome = "ok"
         codes = []
-        commands = suite_commands(suite, results, quick=quick)
+        commands = suite_commands(suite, results, quick=quick, repeat=repeat)
         with (results / f"{suite.name}.log").open("w", encoding="utf-8") as out:
             for command in commands:
                 out.write("$ " + shlex.join(command) + "\n")
@@ -383,6 +393,24 @@ def junit_skips(path: Path) -> dict[str, str]:
     return skips
 
 
+def lowest_medians(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One pytest-benchmark document from repeated runs of a suite: the first run's document,
+    each row replaced by that row's entry with the lowest median over the runs. A neighbour
+    that slows one run of a row then no longer decides its number."""
+    best: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        for bench in run.get("benchmarks", []):
+            key = bench.get("fullname") or bench["name"]
+            kept = best.get(key)
+            if kept is None or bench["stats"]["median"] < kept["stats"]["median"]:
+                best[key] = bench
+    merged = dict(runs[0])
+    merged["benchmarks"] = [
+        best[bench.get("fullname") or bench["name"]] for bench in runs[0].get("benchmarks", [])
+    ]
+    return merged
+
+
 def load_results(directory: Path) -> Results:
     meta_path = directory / "meta.json"
     meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
@@ -392,7 +420,13 @@ def load_results(directory: Path) -> Results:
     for name in (name for name in SUITE_NAMES if name in ran):
         path = directory / f"{name}.json"
         if path.is_file():
-            reports[name] = json.loads(path.read_text(encoding="utf-8"))
+            runs = [json.loads(path.read_text(encoding="utf-8"))]
+            repeat = 2
+            while (directory / f"{name}.{repeat}.json").is_file():
+                extra = directory / f"{name}.{repeat}.json"
+                runs.append(json.loads(extra.read_text(encoding="utf-8")))
+                repeat += 1
+            reports[name] = lowest_medians(runs)
         skipped[name] = junit_skips(directory / f"{name}.xml")
     quality_path = directory / "quality.json"
     quality = (
@@ -1718,9 +1752,10 @@ METHOD = """
 Other jobs may share the machine: a busy neighbour slows whichever row happens to be running,
 sometimes by 2x, and leaves the rest alone, so a single row can be off while the others hold. The
 load average was {load_before} when the run started and {load_after} when it ended ({cores}
-cores). To check a verdict that sits near its limit, run the suite again (`--suite NAME`) and
-compare; for exact, repeatable numbers on the Rust side, count instructions with
-`valgrind --tool=callgrind`.
+cores). {repeats}
+To check a verdict that sits near its limit, run the suite again (`--suite NAME`, or `--repeat N`
+to keep each row's lowest median over N runs) and compare; for exact, repeatable numbers on the
+Rust side, count instructions with `valgrind --tool=callgrind`.
 """
 
 
@@ -1865,6 +1900,11 @@ def render(results: Results) -> str:
                 "load_before": ", ".join(map(str, load.get("before") or [])) or "not recorded",
                 "load_after": ", ".join(map(str, load.get("after") or [])) or "not recorded",
                 "cores": str(mach.get("cores", "?")),
+                "repeats": (
+                    f"Each suite ran {meta['repeat']} times; every row shows its lowest median."
+                    if meta.get("repeat", 1) > 1
+                    else "Each suite ran once."
+                ),
             },
         ),
     ]
@@ -1886,6 +1926,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--suite", action="append", choices=SUITE_NAMES, help="suite to run (repeatable)"
     )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run each suite N times and keep each row's lowest median (default 1)",
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="page to write")
     parser.add_argument("--results", type=Path, help="keep the JSON results in this directory")
     parser.add_argument(
@@ -1895,7 +1942,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--allow-debug", action="store_true", help="measure a build that is not a release build"
     )
     parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    return args
 
 
 def main(argv: Sequence[str] | None = None, *, command: str | None = None) -> int:
@@ -1962,9 +2012,10 @@ def main(argv: Sequence[str] | None = None, *, command: str | None = None) -> in
             ),
         },
         "load": {"before": load_average()},
+        "repeat": args.repeat,
     }
     log(f"{len(chosen)} suite(s), results in {results_dir}" + (" (quick)" if args.quick else ""))
-    meta["suites"] = run_suites(chosen, results_dir, quick=args.quick, log=log)
+    meta["suites"] = run_suites(chosen, results_dir, quick=args.quick, log=log, repeat=args.repeat)
     meta["load"]["after"] = load_average()
     (results_dir / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     write_page(args.out, render(load_results(results_dir)))

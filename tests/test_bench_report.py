@@ -504,3 +504,42 @@ def test_a_reused_results_directory_renders_only_the_suites_of_its_last_run(
     (tmp_path / "results" / "turn-prep.json").write_text(json.dumps(stale), encoding="utf-8")
     found = report.load_results(tmp_path / "results")
     assert set(found.reports) == {"dispatch"}
+
+
+def test_repeated_runs_keep_each_rows_lowest_median(tmp_path: Path) -> None:
+    group = "dispatch/no-op tool"
+    first = document(row("test_noop_ours", group, 2.0e-3), row("test_noop_floor", group, 0.2e-3))
+    second = document(row("test_noop_floor", group, 0.3e-3), row("test_noop_ours", group, 0.9e-3))
+    merged = report.lowest_medians([first, second])
+    medians = {bench["name"]: bench["stats"]["median"] for bench in merged["benchmarks"]}
+    assert medians == {"test_noop_ours": 0.9e-3, "test_noop_floor": 0.2e-3}
+    # The first run's row order and document fields are kept.
+    assert [bench["name"] for bench in merged["benchmarks"]] == [
+        "test_noop_ours",
+        "test_noop_floor",
+    ]
+    assert merged["machine_info"] == first["machine_info"]
+
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "meta.json").write_text(json.dumps({"suites": {"dispatch": {}}}), encoding="utf-8")
+    (results / "dispatch.json").write_text(json.dumps(first), encoding="utf-8")
+    (results / "dispatch.2.json").write_text(json.dumps(second), encoding="utf-8")
+    loaded = report.load_results(results)
+    assert {b["name"]: b["stats"]["median"] for b in loaded.reports["dispatch"]["benchmarks"]} == (
+        medians
+    )
+
+
+def test_repeat_runs_the_benchmark_n_times_and_the_quality_script_once(tmp_path: Path) -> None:
+    search = next(suite for suite in report.SUITES if suite.name == "search")
+    commands = report.suite_commands(search, tmp_path, quick=False, repeat=3)
+    json_targets = [arg for command in commands for arg in command if "--benchmark-json=" in arg]
+    assert json_targets == [
+        f"--benchmark-json={tmp_path / 'search.json'}",
+        f"--benchmark-json={tmp_path / 'search.2.json'}",
+        f"--benchmark-json={tmp_path / 'search.3.json'}",
+    ]
+    assert sum("search_quality.py" in command for command in commands) == 1
+    with pytest.raises(SystemExit):
+        report.parse_args(["--repeat", "0"])
