@@ -880,8 +880,17 @@ def _new_claim(key: ToolEffectKey, now_ms: int, ttl_ms: int) -> ToolEffectRecord
 # several times as much, and these run on every dispatch.
 
 
-def _dispatched(record: ToolEffectRecord, stamp: str) -> ToolEffectRecord:
-    """``pending`` -> ``dispatched``; the token and the deadline stay."""
+def _advanced(
+    record: ToolEffectRecord,
+    status: ToolEffectStatus,
+    stamp: str,
+    claim_token: str | None,
+    expires_at: str | None,
+    result: ToolResult | None,
+    result_ref: str | None,
+    failure: ToolEffectFailure | None,
+) -> ToolEffectRecord:
+    """``record`` one version on, in ``status``; identity, ownership and attempt stay."""
     return ToolEffectRecord(
         key=record.key,
         session_id=record.session_id,
@@ -889,7 +898,7 @@ def _dispatched(record: ToolEffectRecord, stamp: str) -> ToolEffectRecord:
         tool_call_id=record.tool_call_id,
         tool_name=record.tool_name,
         arguments_hash=record.arguments_hash,
-        status="dispatched",
+        status=status,
         attempt=record.attempt,
         version=record.version + 1,
         created_at=record.created_at,
@@ -897,11 +906,25 @@ def _dispatched(record: ToolEffectRecord, stamp: str) -> ToolEffectRecord:
         tenant_id=record.tenant_id,
         account_id=record.account_id,
         user_id=record.user_id,
-        claim_token=record.claim_token,
-        expires_at=record.expires_at,
-        result=record.result,
-        result_ref=record.result_ref,
-        failure=record.failure,
+        claim_token=claim_token,
+        expires_at=expires_at,
+        result=result,
+        result_ref=result_ref,
+        failure=failure,
+    )
+
+
+def _dispatched(record: ToolEffectRecord, stamp: str) -> ToolEffectRecord:
+    """``pending`` -> ``dispatched``; the token and the deadline stay."""
+    return _advanced(
+        record,
+        "dispatched",
+        stamp,
+        record.claim_token,
+        record.expires_at,
+        record.result,
+        record.result_ref,
+        record.failure,
     )
 
 
@@ -909,24 +932,7 @@ def _completed(
     record: ToolEffectRecord, stamp: str, result: ToolResult | None, ref: str | None
 ) -> ToolEffectRecord:
     """``dispatched`` -> ``completed``: the claim ends, the result is kept."""
-    return ToolEffectRecord(
-        key=record.key,
-        session_id=record.session_id,
-        run_id=record.run_id,
-        tool_call_id=record.tool_call_id,
-        tool_name=record.tool_name,
-        arguments_hash=record.arguments_hash,
-        status="completed",
-        attempt=record.attempt,
-        version=record.version + 1,
-        created_at=record.created_at,
-        updated_at=stamp,
-        tenant_id=record.tenant_id,
-        account_id=record.account_id,
-        user_id=record.user_id,
-        result=result,
-        result_ref=ref,
-    )
+    return _advanced(record, "completed", stamp, None, None, result, ref, None)
 
 
 @dataclass(frozen=True, slots=True)
