@@ -7,11 +7,9 @@ set -euo pipefail
 
 wheel="${1:?usage: check-wheel.sh WHEEL}"
 [[ -f "$wheel" ]] || { echo "check-wheel.sh: no such wheel: $wheel" >&2; exit 1; }
-# The tag says cp310-abi3: the jsonschema crate's Python feature asks PyO3 for the 3.10 stable ABI,
-# and the lowest request sets the tag. The wheel's Requires-Python (>=3.11) is what keeps it off
-# older interpreters, so check both.
+# The tag says cp311-abi3 (the stable ABI of our oldest CPython) and Requires-Python says >=3.11.
 case "$(basename "$wheel")" in
-	*-cp31[01]-abi3-*.whl) ;;
+	*-cp311-abi3-*.whl) ;;
 	*) echo "check-wheel.sh: not an abi3 wheel: $(basename "$wheel")" >&2; exit 1 ;;
 esac
 "${PYTHON:-python3}" - "$wheel" <<'PY'

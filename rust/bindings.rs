@@ -424,6 +424,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         crate::bindings_schema::limit_table,
         m
     )?)?;
+    m.add_function(pyo3::wrap_pyfunction!(
+        crate::bindings_schema::format_issue_report,
+        m
+    )?)?;
     m.add(
         "ToolSearchCapacityError",
         py.get_type::<crate::bindings_search::ToolSearchCapacityError>(),

@@ -1,22 +1,31 @@
 //! Python bindings for schema guards, the compiled-schema cache and raw argument parsing.
 //!
-//! JSON crosses as text or as plain Python containers, converted here once, iteratively bounded
-//! by the depth limits, into `serde_json::Value`; parsed argument text becomes Python objects in
-//! the same crossing that parsed and (optionally) validated it.
+//! Schemas cross as text or as plain Python containers, converted here once, bounded by the depth
+//! limits, into `serde_json::Value`. Arguments become a `Document` (parsed from text, or read from
+//! Python objects with their strings borrowed) that the validator reads without calling Python;
+//! parsed argument text becomes Python objects in the same crossing that parsed and validated it.
 
 #![allow(clippy::needless_pass_by_value)]
 
 use std::sync::Arc;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Number, Value};
 
+use pyo3::sync::PyOnceLock;
+
 use crate::bindings::{ArgumentsError, SchemaGuardError, type_name};
+use crate::bindings_document::{KeyTable, Unreadable, build, key_table, with_python_document};
+use crate::document::{Document, ParseFailure, Source, Tape, parse};
 use crate::guards::{ALL_LIMITS, GuardViolation, Limits, scan_json};
-use crate::schema::{CompiledSchema, Issue, SchemaCache, collect_issues};
-use jsonschema::json::{PendingErrorScope, Pyo3, probe_root, take_pending_error};
+use crate::schema::{
+    CompiledSchema, Issue, MAX_ISSUE_MESSAGE_BYTES, SchemaCache, collect_issues, cut,
+    report_message,
+};
+use jsonschema::json::Node as _;
 
 /// Nesting allowed while reading a schema: one past the hard ceiling, so the guard walker sees
 /// (and locates) every schema that breaks the configured depth limit.
@@ -103,7 +112,11 @@ fn to_value(
                 what: "a key that is not valid UTF-8".into(),
             })?;
             path.push('/');
-            path.push_str(&key.replace('~', "~0").replace('/', "~1"));
+            if key.contains(['~', '/']) {
+                path.push_str(&key.replace('~', "~0").replace('/', "~1"));
+            } else {
+                path.push_str(key);
+            }
             let value = to_value(&item, depth + 1, max_depth, path)?;
             path.truncate(base);
             map.insert(key.to_owned(), value);
@@ -156,79 +169,7 @@ fn issues_to_python((issues, total): (Vec<Issue>, usize)) -> Found {
 /// Schema guards, a compiled-schema LRU and argument parsing under one set of limits.
 #[pyclass(frozen, module = "prism_tools._core", name = "SchemaValidator")]
 pub(crate) struct PySchemaValidator {
-    cache: SchemaCache<Pyo3>,
-}
-
-/// Whether Python containers nest deeper than `max_depth` (iterative, stops at the first hit).
-fn nests_deeper_than<'py>(object: &Bound<'py, PyAny>, max_depth: usize) -> bool {
-    // Only containers go on the stack; scalars (most values) are skipped where they are found.
-    fn is_container(value: &Bound<'_, PyAny>) -> bool {
-        value.is_instance_of::<PyDict>()
-            || value.is_instance_of::<PyList>()
-            || value.is_instance_of::<PyTuple>()
-    }
-    if !is_container(object) {
-        return false;
-    }
-    let mut stack: Vec<(Bound<'py, PyAny>, usize)> = vec![(object.clone(), 1)];
-    while let Some((node, depth)) = stack.pop() {
-        if depth > max_depth {
-            return true;
-        }
-        let mut push = |child: Bound<'py, PyAny>| {
-            if is_container(&child) {
-                stack.push((child, depth + 1));
-            }
-        };
-        if let Ok(dict) = node.cast::<PyDict>() {
-            dict.iter().for_each(|(_, child)| push(child));
-        } else if let Ok(list) = node.cast::<PyList>() {
-            list.iter().for_each(&mut push);
-        } else if let Ok(tuple) = node.cast::<PyTuple>() {
-            tuple.iter().for_each(&mut push);
-        }
-    }
-    false
-}
-
-/// Validates a Python object in place against a compiled schema.
-///
-/// `max_depth` is `None` when the instance's depth is already known to be bounded (it was
-/// parsed from text that `scan_json` checked).
-fn validate_in_place(
-    entry: &CompiledSchema<Pyo3>,
-    instance: &Bound<'_, PyAny>,
-    max_depth: Option<usize>,
-    max_issues: usize,
-) -> Found {
-    // Without references the schema's own guarded depth bounds validation; with them, a deep
-    // instance could drive deep recursion, so its depth is checked first.
-    if let Some(max_depth) = max_depth.filter(|_| entry.recursive)
-        && nests_deeper_than(instance, max_depth)
-    {
-        let violation = GuardViolation::ArgumentsTooDeep { limit: max_depth };
-        return (
-            vec![(
-                String::new(),
-                "max_argument_depth".into(),
-                violation.to_string(),
-            )],
-            1,
-        );
-    }
-    let _scope = PendingErrorScope::enter();
-    probe_root(instance.as_borrowed());
-    let issues = collect_issues(&entry.validator, instance.as_borrowed(), max_issues);
-    if let Some(error) = take_pending_error() {
-        // A value that is not JSON (a set, a custom object, a non-string key) somewhere inside.
-        let message = Python::attach(|py| error.value(py).to_string());
-        let message = format!(
-            "arguments are not JSON: {}",
-            crate::guards::excerpt(&message, 160)
-        );
-        return (vec![(String::new(), "json".into(), message)], 1);
-    }
-    issues_to_python(issues)
+    cache: SchemaCache<Tape>,
 }
 
 impl PySchemaValidator {
@@ -237,138 +178,93 @@ impl PySchemaValidator {
     }
 }
 
-/// Guards and parses argument text straight into Python objects; the result is a dict.
-fn parse_arguments<'py>(
-    py: Python<'py>,
+/// The single issue that stands for arguments the reader refused.
+fn unreadable_issue(failure: Unreadable, limits: &Limits) -> (Vec<Issue>, usize) {
+    let (keyword, message) = match failure {
+        Unreadable::TooDeep => (
+            "max_argument_depth",
+            GuardViolation::ArgumentsTooDeep {
+                limit: limits.max_argument_depth,
+            }
+            .to_string(),
+        ),
+        Unreadable::TooMany => (
+            "max_argument_bytes",
+            format!(
+                "arguments hold more than {} values (max_argument_bytes={})",
+                limits.max_argument_bytes, limits.max_argument_bytes
+            ),
+        ),
+        Unreadable::NotJson { path, what } => (
+            "json",
+            format!(
+                "arguments are not JSON: {} at {}",
+                crate::guards::excerpt(&what, 120),
+                if path.is_empty() { "/" } else { &path }
+            ),
+        ),
+    };
+    let issue = Issue {
+        path: String::new(),
+        keyword: keyword.to_owned(),
+        message,
+    };
+    (vec![issue], 1)
+}
+
+/// Validates Python arguments: read into a document (depth and size bounded), then checked.
+fn validate_python(
+    entry: &CompiledSchema<Tape>,
+    instance: &Bound<'_, PyAny>,
     limits: &Limits,
-    data: &[u8],
-) -> PyResult<Bound<'py, PyAny>> {
-    if let Err(violation) = scan_json(data, limits.max_argument_bytes, limits.max_argument_depth) {
-        return Err(arguments_error(
-            format!("Tool arguments were refused: {violation}"),
-            violation.code(),
-        ));
+    max_issues: usize,
+) -> (Vec<Issue>, usize) {
+    let checked = with_python_document(
+        instance,
+        limits.max_argument_depth,
+        limits.max_argument_bytes,
+        |doc| collect_issues(&entry.validator, doc.root(), max_issues),
+    );
+    checked.unwrap_or_else(|failure| unreadable_issue(failure, limits))
+}
+
+/// Argument text as a parser source: a `str` (known UTF-8) or `bytes`.
+fn text_source<'a>(text: &'a Bound<'_, PyAny>) -> PyResult<Source<'a>> {
+    if let Ok(text) = text.cast::<PyString>() {
+        return text.to_str().map(Source::Text);
     }
-    if data.iter().all(u8::is_ascii_whitespace) {
-        return Ok(PyDict::new(py).into_any());
+    if let Ok(bytes) = text.cast::<PyBytes>() {
+        return Ok(Source::Bytes(bytes.as_bytes()));
     }
-    let mut deserializer = serde_json::Deserializer::from_slice(data);
-    // Depth is already bounded by `scan_json`, far below what would strain the stack.
-    deserializer.disable_recursion_limit();
-    let parsed = serde::de::DeserializeSeed::deserialize(PythonSeed(py), &mut deserializer)
-        .and_then(|value| deserializer.end().map(|()| value))
-        .map_err(|err| {
-            arguments_error(
-                format!("Tool arguments are not valid JSON: {err}. Send one complete JSON object."),
+    Err(PyTypeError::new_err(format!(
+        "JSON text must be str or bytes, got {}",
+        type_name(text)
+    )))
+}
+
+/// Guards and parses argument text into a document whose root is an object.
+fn parse_document<'t>(limits: &Limits, source: Source<'t>) -> PyResult<Document<'t>> {
+    let doc = parse(source, limits.max_argument_bytes, limits.max_argument_depth).map_err(
+        |failure| match failure {
+            ParseFailure::Guard(violation) => arguments_error(
+                format!("Tool arguments were refused: {violation}"),
+                violation.code(),
+            ),
+            ParseFailure::Invalid(reason) => arguments_error(
+                format!(
+                    "Tool arguments are not valid JSON: {reason}. Send one complete JSON object."
+                ),
                 "invalid_json",
-            )
-        })?;
-    if !parsed.is_instance_of::<PyDict>() {
+            ),
+        },
+    )?;
+    if doc.root().as_object().is_none() {
         return Err(arguments_error(
             "Tool arguments must be a JSON object".into(),
             "not_an_object",
         ));
     }
-    Ok(parsed)
-}
-
-/// Builds Python objects directly while `serde_json` parses: no intermediate `Value`.
-#[derive(Clone, Copy)]
-struct PythonSeed<'py>(Python<'py>);
-
-fn python_error<E: serde::de::Error>(err: &PyErr) -> E {
-    E::custom(err.to_string())
-}
-
-impl<'de, 'py> serde::de::DeserializeSeed<'de> for PythonSeed<'py> {
-    type Value = Bound<'py, PyAny>;
-
-    fn deserialize<D: serde::Deserializer<'de>>(
-        self,
-        deserializer: D,
-    ) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de, 'py> serde::de::Visitor<'de> for PythonSeed<'py> {
-    type Value = Bound<'py, PyAny>;
-
-    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str("a JSON value")
-    }
-
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        Ok(self.0.None().into_bound(self.0))
-    }
-
-    fn visit_bool<E: serde::de::Error>(self, value: bool) -> Result<Self::Value, E> {
-        Ok(PyBool::new(self.0, value).to_owned().into_any())
-    }
-
-    fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<Self::Value, E> {
-        let Ok(object) = value.into_pyobject(self.0);
-        Ok(object.into_any())
-    }
-
-    fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<Self::Value, E> {
-        let Ok(object) = value.into_pyobject(self.0);
-        Ok(object.into_any())
-    }
-
-    fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<Self::Value, E> {
-        let Ok(object) = value.into_pyobject(self.0);
-        Ok(object.into_any())
-    }
-
-    fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<Self::Value, E> {
-        Ok(PyString::new(self.0, value).into_any())
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let list = PyList::empty(self.0);
-        while let Some(item) = seq.next_element_seed(self)? {
-            list.append(item).map_err(|err| python_error(&err))?;
-        }
-        Ok(list.into_any())
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let dict = PyDict::new(self.0);
-        while let Some(key) = map.next_key_seed(KeySeed(self.0))? {
-            let value = map.next_value_seed(self)?;
-            dict.set_item(key, value)
-                .map_err(|err| python_error(&err))?;
-        }
-        Ok(dict.into_any())
-    }
-}
-
-/// Object keys become Python strings (JSON keys are always strings).
-#[derive(Clone, Copy)]
-struct KeySeed<'py>(Python<'py>);
-
-impl<'de, 'py> serde::de::DeserializeSeed<'de> for KeySeed<'py> {
-    type Value = Bound<'py, PyString>;
-
-    fn deserialize<D: serde::Deserializer<'de>>(
-        self,
-        deserializer: D,
-    ) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_str(self)
-    }
-}
-
-impl<'py> serde::de::Visitor<'_> for KeySeed<'py> {
-    type Value = Bound<'py, PyString>;
-
-    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str("an object key")
-    }
-
-    fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<Self::Value, E> {
-        Ok(PyString::new(self.0, value))
-    }
+    Ok(doc)
 }
 
 #[pymethods]
@@ -482,12 +378,17 @@ impl PySchemaValidator {
         let entry = py
             .detach(|| self.cache.compile(&value, &canonical))
             .map_err(|violation| guard_error(&violation))?;
-        Ok(PyCompiledSchema { entry, limits })
+        Ok(PyCompiledSchema {
+            entry,
+            limits,
+            keys: PyOnceLock::new(),
+        })
     }
 
     /// Parses argument text (guards first) into a dict; raises `ArgumentsError`.
     fn parse<'py>(&self, py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        parse_arguments(py, self.limits(), text_bytes(text)?)
+        let doc = parse_document(self.limits(), text_source(text)?)?;
+        build(py, &doc, doc.root_index(), None)
     }
 
     /// `(hits, misses, maxsize, currsize)` of the compiled-schema cache.
@@ -509,8 +410,24 @@ pub(crate) fn limit_table() -> Vec<(&'static str, usize, usize)> {
 /// One compiled schema, held by whoever compiled it: eviction from the cache never takes it away.
 #[pyclass(frozen, module = "prism_tools._core", name = "CompiledSchema")]
 pub(crate) struct PyCompiledSchema {
-    entry: Arc<CompiledSchema<Pyo3>>,
+    entry: Arc<CompiledSchema<Tape>>,
     limits: Limits,
+    /// The schema's property names as interned Python strings, made on the first parse.
+    keys: PyOnceLock<KeyTable>,
+}
+
+impl PyCompiledSchema {
+    /// The Python arguments of a parsed document, keys from the schema's property names.
+    fn build_arguments<'py>(
+        &self,
+        py: Python<'py>,
+        doc: &Document<'_>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let keys = self
+            .keys
+            .get_or_init(py, || key_table(py, &self.entry.property_names));
+        build(py, doc, doc.root_index(), Some(keys))
+    }
 }
 
 #[pymethods]
@@ -518,13 +435,18 @@ impl PyCompiledSchema {
     /// Issues of `instance` and their count, validated in place; None when it is valid.
     #[pyo3(signature = (instance, max_issues = 64))]
     fn validate(&self, instance: &Bound<'_, PyAny>, max_issues: usize) -> Option<Found> {
-        let depth = Some(self.limits.max_argument_depth);
-        let found = validate_in_place(&self.entry, instance, depth, max_issues);
+        let found = issues_to_python(validate_python(
+            &self.entry,
+            instance,
+            &self.limits,
+            max_issues,
+        ));
         // None for valid: the common answer costs no list and no tuple.
         (found.1 > 0).then_some(found)
     }
 
-    /// Parses argument text (guards first) and validates it, in one crossing:
+    /// Parses argument text (guards first) into a document, validates it and builds the dict from
+    /// it, in one crossing:
     /// `(dict, None)` when valid, `(dict, (issues, count))` otherwise.
     #[pyo3(signature = (text, max_issues = 64))]
     #[allow(clippy::type_complexity)]
@@ -534,15 +456,119 @@ impl PyCompiledSchema {
         text: &Bound<'py, PyAny>,
         max_issues: usize,
     ) -> PyResult<(Bound<'py, PyAny>, Option<Found>)> {
-        let arguments = parse_arguments(py, &self.limits, text_bytes(text)?)?;
-        // Depth is bounded already: parse_arguments ran scan_json under the same limit.
-        let found = validate_in_place(&self.entry, &arguments, None, max_issues);
+        let doc = parse_document(&self.limits, text_source(text)?)?;
+        let found = issues_to_python(collect_issues(
+            &self.entry.validator,
+            doc.root(),
+            max_issues,
+        ));
+        let arguments = self.build_arguments(py, &doc)?;
         Ok((arguments, (found.1 > 0).then_some(found)))
     }
 
-    /// Whether the schema holds references (instance depth is then checked before validating).
-    #[getter]
-    fn recursive(&self) -> bool {
-        self.entry.recursive
+    /// Validates `instance` and, when it is invalid, writes the report a model sees:
+    /// `(message, details issues, count)`; None when valid.
+    #[pyo3(signature = (instance, tool_name, max_message_bytes = 1024, max_issues = 256))]
+    fn report<'py>(
+        &self,
+        py: Python<'py>,
+        instance: &Bound<'py, PyAny>,
+        tool_name: &str,
+        max_message_bytes: usize,
+        max_issues: usize,
+    ) -> PyResult<Option<Report<'py>>> {
+        let found = validate_python(&self.entry, instance, &self.limits, max_issues);
+        report_of(py, tool_name, &found, max_message_bytes)
     }
+
+    /// `parse_and_validate` with the report of `report`: `(dict, None)` when valid,
+    /// `(dict, (message, details issues, count))` otherwise.
+    #[pyo3(signature = (text, tool_name, max_message_bytes = 1024, max_issues = 256))]
+    fn parse_and_report<'py>(
+        &self,
+        py: Python<'py>,
+        text: &Bound<'py, PyAny>,
+        tool_name: &str,
+        max_message_bytes: usize,
+        max_issues: usize,
+    ) -> PyResult<(Bound<'py, PyAny>, Option<Report<'py>>)> {
+        let doc = parse_document(&self.limits, text_source(text)?)?;
+        let found = collect_issues(&self.entry.validator, doc.root(), max_issues);
+        let arguments = self.build_arguments(py, &doc)?;
+        Ok((
+            arguments,
+            report_of(py, tool_name, &found, max_message_bytes)?,
+        ))
+    }
+}
+
+/// A report of invalid arguments: the model's message, the issues as `details` dicts, the count.
+type Report<'py> = (String, Bound<'py, PyList>, usize);
+
+/// The report of `issues` (`total` in all) for `tool_name`, every part cut to its limit.
+fn report<'py>(
+    py: Python<'py>,
+    tool_name: &str,
+    issues: &[(&str, &str, &str)],
+    total: usize,
+    max_message_bytes: usize,
+) -> PyResult<Report<'py>> {
+    let message = report_message(
+        tool_name,
+        issues.iter().map(|&(path, _, message)| (path, message)),
+        total,
+        max_message_bytes,
+    );
+    let details = PyList::empty(py);
+    for &(path, keyword, text) in issues {
+        let issue = PyDict::new(py);
+        issue.set_item(intern!(py, "path"), path)?;
+        issue.set_item(intern!(py, "keyword"), keyword)?;
+        issue.set_item(
+            intern!(py, "message"),
+            cut(text, MAX_ISSUE_MESSAGE_BYTES).as_ref(),
+        )?;
+        details.append(issue)?;
+    }
+    Ok((message, details, total))
+}
+
+fn report_of<'py>(
+    py: Python<'py>,
+    tool_name: &str,
+    (issues, total): &(Vec<Issue>, usize),
+    max_message_bytes: usize,
+) -> PyResult<Option<Report<'py>>> {
+    if *total == 0 {
+        return Ok(None);
+    }
+    let borrowed: Vec<(&str, &str, &str)> = issues
+        .iter()
+        .map(|issue| {
+            (
+                issue.path.as_str(),
+                issue.keyword.as_str(),
+                issue.message.as_str(),
+            )
+        })
+        .collect();
+    report(py, tool_name, &borrowed, *total, max_message_bytes).map(Some)
+}
+
+/// The report a model sees for `issues` of tool `tool_name`: `(message, details issues)`.
+#[pyfunction]
+#[pyo3(signature = (tool_name, issues, total, max_message_bytes = 1024))]
+pub(crate) fn format_issue_report<'py>(
+    py: Python<'py>,
+    tool_name: &str,
+    issues: Vec<(String, String, String)>,
+    total: usize,
+    max_message_bytes: usize,
+) -> PyResult<(String, Bound<'py, PyList>)> {
+    let borrowed: Vec<(&str, &str, &str)> = issues
+        .iter()
+        .map(|(path, keyword, message)| (path.as_str(), keyword.as_str(), message.as_str()))
+        .collect();
+    let (message, details, _) = report(py, tool_name, &borrowed, total, max_message_bytes)?;
+    Ok((message, details))
 }

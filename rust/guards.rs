@@ -371,8 +371,81 @@ const VALIDATING_KEYWORDS: [&str; 45] = [
     "uniqueItems",
 ];
 
-fn pointer_token(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
+fn pointer_token(token: &str) -> std::borrow::Cow<'_, str> {
+    if token.contains(['~', '/']) {
+        std::borrow::Cow::Owned(token.replace('~', "~0").replace('/', "~1"))
+    } else {
+        std::borrow::Cow::Borrowed(token)
+    }
+}
+
+/// One step from a node to its child, for the JSON Pointer of a refused node.
+#[derive(Clone, Copy)]
+enum Step<'a> {
+    Root,
+    Key(&'a str),
+    Index(usize),
+    /// Into the target of the reference at the parent step.
+    Via(&'a str),
+}
+
+/// Where every visited node sits, as steps from the root: pushing a step costs no allocation,
+/// and a path is written out only for a node that is refused.
+struct Trail<'a> {
+    steps: Vec<(u32, Step<'a>)>,
+}
+
+impl<'a> Trail<'a> {
+    fn new() -> Self {
+        Self {
+            steps: vec![(0, Step::Root)],
+        }
+    }
+
+    #[allow(clippy::cast_possible_truncation)] // a schema within the byte limit has < 2^32 nodes
+    fn push(&mut self, parent: u32, step: Step<'a>) -> u32 {
+        self.steps.push((parent, step));
+        (self.steps.len() - 1) as u32
+    }
+
+    /// The path of step `at`: a JSON Pointer, with ` -> #...` where it went through a reference.
+    fn render(&self, mut at: u32) -> String {
+        let mut steps = Vec::new();
+        while at != 0 {
+            let (parent, step) = self.steps[at as usize];
+            steps.push(step);
+            at = parent;
+        }
+        let mut path = String::new();
+        for step in steps.iter().rev() {
+            match step {
+                Step::Root => {}
+                Step::Key(key) => {
+                    path.push('/');
+                    path.push_str(&pointer_token(key));
+                }
+                Step::Index(index) => {
+                    path.push('/');
+                    path.push_str(&index.to_string());
+                }
+                Step::Via(target) => {
+                    path.push_str(" -> ");
+                    path.push_str(target);
+                }
+            }
+        }
+        path
+    }
+
+    /// `render`, with `/` for the root.
+    fn render_or_root(&self, at: u32) -> String {
+        let path = self.render(at);
+        if path.is_empty() {
+            "/".to_owned()
+        } else {
+            path
+        }
+    }
 }
 
 fn is_reference_key(key: &str) -> bool {
@@ -409,18 +482,20 @@ pub fn check_schema(schema: &Value, limits: &Limits) -> Result<SchemaStats, Guar
         references: Vec::new(),
         seen_as_schema: AHashSet::new(),
         stack: vec![Frame::root(schema)],
+        trail: Trail::new(),
     };
     walker.run()?;
-    check_alias_cycles(&walker.anchors, &walker.aliases)?;
+    check_alias_cycles(&walker.anchors, &walker.aliases, &walker.trail)?;
     Ok(walker.stats)
 }
 
 /// One node waiting to be checked.
+#[derive(Clone, Copy)]
 struct Frame<'a> {
     node: &'a Value,
     depth: usize,
-    /// JSON pointer of the node, for messages.
-    path: String,
+    /// The node's step in the trail (its path, for messages).
+    at: u32,
     /// Whether the node sits where a schema is expected (so `$ref` there is a reference).
     is_schema: bool,
     /// The schema resource (nearest `$id`, or the root) that `#...` references resolve in.
@@ -435,7 +510,7 @@ impl<'a> Frame<'a> {
         Self {
             node: schema,
             depth: 1,
-            path: String::new(),
+            at: 0,
             is_schema: true,
             resource: schema,
             count: true,
@@ -448,14 +523,14 @@ struct Alias<'a> {
     node: &'a Value,
     reference: &'a str,
     resource: &'a Value,
-    path: String,
+    at: u32,
 }
 
 /// A local reference and the resource it resolves in.
 struct Reference<'a> {
     target: &'a str,
     resource: &'a Value,
-    path: String,
+    at: u32,
 }
 
 type AnchorKey = (*const Value, String);
@@ -468,6 +543,7 @@ struct Walker<'a, 'l> {
     references: Vec<Reference<'a>>,
     seen_as_schema: AHashSet<*const Value>,
     stack: Vec<Frame<'a>>,
+    trail: Trail<'a>,
 }
 
 impl<'a> Walker<'a, '_> {
@@ -484,39 +560,38 @@ impl<'a> Walker<'a, '_> {
                 return Ok(());
             }
             while resolved < self.references.len() {
-                let reference = &self.references[resolved];
+                let (reference_target, reference_resource, reference_at) = {
+                    let reference = &self.references[resolved];
+                    (reference.target, reference.resource, reference.at)
+                };
                 resolved += 1;
                 let Some(target) =
-                    resolve_fragment(reference.resource, &self.anchors, reference.target)
+                    resolve_fragment(reference_resource, &self.anchors, reference_target)
                 else {
                     continue;
                 };
                 if self.seen_as_schema.contains(&std::ptr::from_ref(target)) {
                     continue;
                 }
+                let at = self.trail.push(reference_at, Step::Via(reference_target));
                 self.stack.push(Frame {
                     node: target,
                     depth: 1,
-                    path: format!("{} -> {}", reference.path, reference.target),
+                    at,
                     is_schema: true,
-                    resource: reference.resource,
+                    resource: reference_resource,
                     count: false,
                 });
             }
         }
     }
 
-    fn enter(&mut self, depth: usize, path: &str) -> Result<(), GuardViolation> {
+    fn enter(&mut self, depth: usize, at: u32) -> Result<(), GuardViolation> {
         self.stats.depth = self.stats.depth.max(depth);
         if depth > self.limits.max_schema_depth {
-            let path = if path.is_empty() {
-                "/".to_owned()
-            } else {
-                path.to_owned()
-            };
             return Err(GuardViolation::SchemaTooDeep {
                 limit: self.limits.max_schema_depth,
-                path,
+                path: self.trail.render_or_root(at),
             });
         }
         Ok(())
@@ -525,7 +600,7 @@ impl<'a> Walker<'a, '_> {
     fn count_keys(
         &mut self,
         map: &serde_json::Map<String, Value>,
-        path: &str,
+        at: u32,
         count: bool,
     ) -> Result<(), GuardViolation> {
         if count {
@@ -542,7 +617,7 @@ impl<'a> Walker<'a, '_> {
         {
             return Err(GuardViolation::ForbiddenKey {
                 key: key.clone(),
-                path: format!("{path}/{}", pointer_token(key)),
+                path: format!("{}/{}", self.trail.render(at), pointer_token(key)),
             });
         }
         Ok(())
@@ -552,24 +627,26 @@ impl<'a> Walker<'a, '_> {
         let Frame {
             node,
             depth,
-            path,
+            at,
             is_schema,
             mut resource,
             count,
         } = frame;
         match node {
             Value::Number(number) if number.as_f64().is_some_and(|value| !value.is_finite()) => {
-                Err(GuardViolation::NonFiniteNumber { path })
+                Err(GuardViolation::NonFiniteNumber {
+                    path: self.trail.render(at),
+                })
             }
             Value::Array(items) => {
-                self.enter(depth, &path)?;
+                self.enter(depth, at)?;
                 for (index, item) in items.iter().enumerate() {
-                    let path = format!("{path}/{index}");
+                    let at = self.trail.push(at, Step::Index(index));
                     let depth = depth + 1;
                     self.stack.push(Frame {
                         node: item,
                         depth,
-                        path,
+                        at,
                         is_schema: false,
                         resource,
                         count,
@@ -578,18 +655,18 @@ impl<'a> Walker<'a, '_> {
                 Ok(())
             }
             Value::Object(map) => {
-                self.enter(depth, &path)?;
-                self.count_keys(map, &path, count)?;
+                self.enter(depth, at)?;
+                self.count_keys(map, at, count)?;
                 if is_schema {
                     self.seen_as_schema.insert(std::ptr::from_ref(node));
                     if matches!(map.get("$id"), Some(Value::String(_))) {
                         resource = node;
                     }
-                    self.visit_schema_object(map, &path, node, resource)?;
+                    self.visit_schema_object(map, at, node, resource)?;
                 }
                 let parent = Parent {
                     depth,
-                    path: &path,
+                    at,
                     is_schema,
                     resource,
                     count,
@@ -611,31 +688,31 @@ impl<'a> Walker<'a, '_> {
     /// Queues one member of an object, knowing which keywords hold subschemas.
     fn push_member(
         &mut self,
-        key: &str,
+        key: &'a str,
         item: &'a Value,
-        parent: &Parent<'a, '_>,
+        parent: &Parent<'a>,
     ) -> Result<(), GuardViolation> {
         let Parent {
             depth,
-            path,
+            at,
             is_schema,
             resource,
             count,
         } = *parent;
-        let child_path = format!("{path}/{}", pointer_token(key));
+        let child_at = self.trail.push(at, Step::Key(key));
         if is_schema && SCHEMA_MAP_KEYWORDS.contains(&key) {
             if let Value::Object(entries) = item {
-                self.enter(depth + 1, &child_path)?;
-                self.count_keys(entries, &child_path, count)?;
+                self.enter(depth + 1, child_at)?;
+                self.count_keys(entries, child_at, count)?;
                 for (name, sub) in entries {
-                    let path = format!("{child_path}/{}", pointer_token(name));
+                    let at = self.trail.push(child_at, Step::Key(name));
                     // `dependencies` may map a name to an array of names (draft 7): not a schema.
                     let is_schema = sub.is_object() || sub.is_boolean();
                     let depth = depth + 2;
                     self.stack.push(Frame {
                         node: sub,
                         depth,
-                        path,
+                        at,
                         is_schema,
                         resource,
                         count,
@@ -646,14 +723,14 @@ impl<'a> Walker<'a, '_> {
         }
         if is_schema && SCHEMA_ARRAY_KEYWORDS.contains(&key) {
             if let Value::Array(entries) = item {
-                self.enter(depth + 1, &child_path)?;
+                self.enter(depth + 1, child_at)?;
                 for (index, sub) in entries.iter().enumerate() {
-                    let path = format!("{child_path}/{index}");
+                    let at = self.trail.push(child_at, Step::Index(index));
                     let depth = depth + 2;
                     self.stack.push(Frame {
                         node: sub,
                         depth,
-                        path,
+                        at,
                         is_schema: true,
                         resource,
                         count,
@@ -667,7 +744,7 @@ impl<'a> Walker<'a, '_> {
         self.stack.push(Frame {
             node: item,
             depth,
-            path: child_path,
+            at: child_at,
             is_schema,
             resource,
             count,
@@ -678,7 +755,7 @@ impl<'a> Walker<'a, '_> {
     fn visit_schema_object(
         &mut self,
         map: &'a serde_json::Map<String, Value>,
-        path: &str,
+        at: u32,
         node: &'a Value,
         resource: &'a Value,
     ) -> Result<(), GuardViolation> {
@@ -703,17 +780,17 @@ impl<'a> Walker<'a, '_> {
                     limit: self.limits.max_refs,
                 });
             }
-            let ref_path = format!("{path}/{}", pointer_token(key));
+            let ref_at = self.trail.push(at, Step::Key(key));
             if !reference.starts_with('#') {
                 return Err(GuardViolation::RefNotAllowed {
                     reference: reference.clone(),
-                    path: ref_path,
+                    path: self.trail.render(ref_at),
                 });
             }
             self.references.push(Reference {
                 target: reference,
                 resource,
-                path: ref_path,
+                at: ref_at,
             });
             if key == "$ref" {
                 alias_of = Some(reference.as_str());
@@ -723,16 +800,11 @@ impl<'a> Walker<'a, '_> {
             .keys()
             .any(|key| VALIDATING_KEYWORDS.contains(&key.as_str()));
         if let (Some(reference), true) = (alias_of, only_alias) {
-            let path = if path.is_empty() {
-                "/".to_owned()
-            } else {
-                path.to_owned()
-            };
             self.aliases.push(Alias {
                 node,
                 reference,
                 resource,
-                path,
+                at,
             });
         }
         Ok(())
@@ -741,9 +813,9 @@ impl<'a> Walker<'a, '_> {
 
 /// What a member needs to know about the object holding it.
 #[derive(Clone, Copy)]
-struct Parent<'a, 'p> {
+struct Parent<'a> {
     depth: usize,
-    path: &'p str,
+    at: u32,
     is_schema: bool,
     resource: &'a Value,
     count: bool,
@@ -769,6 +841,7 @@ fn resolve_fragment<'a>(
 fn check_alias_cycles<'a>(
     anchors: &AHashMap<AnchorKey, &'a Value>,
     aliases: &[Alias<'a>],
+    trail: &Trail<'a>,
 ) -> Result<(), GuardViolation> {
     let by_node: AHashMap<*const Value, &Alias<'a>> = aliases
         .iter()
@@ -780,7 +853,7 @@ fn check_alias_cycles<'a>(
         while let Some(step) = by_node.get(&current) {
             if !seen.insert(current) {
                 return Err(GuardViolation::RefCycle {
-                    path: alias.path.clone(),
+                    path: trail.render_or_root(alias.at),
                 });
             }
             match resolve_fragment(step.resource, anchors, step.reference) {

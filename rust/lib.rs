@@ -5,6 +5,7 @@
 //! extension module below: thin, frozen wrappers that hold only Rust data, one crossing per
 //! operation.
 
+pub mod document;
 pub mod errors;
 pub mod filter;
 pub mod guards;
@@ -15,6 +16,8 @@ pub mod search;
 
 #[cfg(feature = "python")]
 mod bindings;
+#[cfg(feature = "python")]
+mod bindings_document;
 #[cfg(feature = "python")]
 mod bindings_schema;
 #[cfg(feature = "python")]

@@ -120,12 +120,99 @@ where
     (issues, total)
 }
 
+/// Issues a report's message names; the rest are counted.
+pub const MAX_ISSUES_IN_MESSAGE: usize = 8;
+/// Bytes of one issue's message in a report (its message and its `details` entry).
+pub const MAX_ISSUE_MESSAGE_BYTES: usize = 160;
+/// Bytes of the tool name in a report's message.
+const MAX_TOOL_NAME_BYTES: usize = 128;
+/// Room kept at the end of a message for the worst-case " (and 99999 more)".
+const SUFFIX_ROOM: usize = 24;
+
+/// `text` cut to at most `limit` bytes on a character boundary, with "..." marking the cut.
+pub fn cut(text: &str, limit: usize) -> std::borrow::Cow<'_, str> {
+    if text.len() <= limit {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut end = limit.saturating_sub(3);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}...", &text[..end]))
+}
+
+/// The message a model sees for invalid arguments of `tool_name`: the first issues (at most
+/// `MAX_ISSUES_IN_MESSAGE`) as `"<path>: <message>"`, within `max_bytes`, and how many more
+/// there were. `issues` yields `(path, message)`; `total` counts every issue found.
+pub fn report_message<'i>(
+    tool_name: &str,
+    issues: impl IntoIterator<Item = (&'i str, &'i str)>,
+    total: usize,
+    max_bytes: usize,
+) -> String {
+    use std::fmt::Write as _;
+    let mut message = format!(
+        "Invalid arguments for tool {}: ",
+        cut(tool_name, MAX_TOOL_NAME_BYTES)
+    );
+    let mut used = message.len();
+    let mut shown = 0;
+    for (path, text) in issues.into_iter().take(MAX_ISSUES_IN_MESSAGE) {
+        let path = if path.is_empty() { "/" } else { path };
+        let text = cut(text, MAX_ISSUE_MESSAGE_BYTES);
+        // Each part costs its text and the separator before the next one.
+        let cost = path.len() + 2 + text.len() + 2;
+        if shown > 0 && used + cost + SUFFIX_ROOM > max_bytes {
+            break;
+        }
+        if shown > 0 {
+            message.push_str("; ");
+        }
+        let _ = write!(message, "{path}: {text}");
+        used += cost;
+        shown += 1;
+    }
+    let hidden = total.saturating_sub(shown);
+    if hidden > 0 {
+        let _ = write!(message, " (and {hidden} more)");
+    }
+    cut(&message, max_bytes).into_owned()
+}
+
 /// A compiled schema with the canonical bytes it was built from (to tell digests apart).
 pub struct CompiledSchema<F: Json = SerdeJson> {
     pub validator: Validator<F>,
-    /// Whether the schema holds references, so validation depth can follow instance depth.
-    pub recursive: bool,
+    /// Every property name the schema declares (at most `MAX_PROPERTY_NAMES`): the keys that
+    /// arguments built for it will most likely hold.
+    pub property_names: Box<[Box<str>]>,
     canonical: Box<[u8]>,
+}
+
+/// Property names kept per compiled schema.
+pub const MAX_PROPERTY_NAMES: usize = 1024;
+
+/// The names under every `properties` of `schema`, each once, in the order first seen.
+pub fn property_names(schema: &Value) -> Box<[Box<str>]> {
+    let mut names: Vec<Box<str>> = Vec::new();
+    let mut seen = ahash::AHashSet::new();
+    let mut stack = vec![schema];
+    while let Some(node) = stack.pop() {
+        match node {
+            Value::Object(members) => {
+                if let Some(Value::Object(properties)) = members.get("properties") {
+                    for name in properties.keys() {
+                        if names.len() < MAX_PROPERTY_NAMES && seen.insert(name.as_str()) {
+                            names.push(name.as_str().into());
+                        }
+                    }
+                }
+                stack.extend(members.values());
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    names.into_boxed_slice()
 }
 
 /// Counters in `functools.lru_cache` style.
@@ -219,14 +306,9 @@ impl<F: Json> SchemaCache<F> {
             }
         };
         let validator = build_validator::<F>(schema, &self.limits)?;
-        // Only references let validation depth follow instance depth; without them the schema's
-        // own (guarded) depth bounds it.
-        let recursive = canonical
-            .windows(5)
-            .any(|window| window == b"\"$ref" || window == b"\"$dyn");
         let entry = Arc::new(CompiledSchema {
             validator,
-            recursive,
+            property_names: property_names(schema),
             canonical: canonical.into(),
         });
         if !collides {

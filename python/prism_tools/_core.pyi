@@ -116,19 +116,35 @@ class SecretMatcher:
 
 _Issue = tuple[str, str, str]
 """``(path, keyword, message)`` of one validation problem."""
+_Report = tuple[str, list[dict[str, str]], int]
+"""``(message, details issues, count)`` of invalid arguments."""
 
 @final
 class CompiledSchema:
     """One compiled schema; whoever holds it keeps it, whatever the cache evicts."""
 
     def validate(self, instance: object, max_issues: int = 64) -> tuple[list[_Issue], int] | None:
-        """The first ``max_issues`` issues and their count, validated in place; None if valid."""
+        """The first ``max_issues`` issues and their count; None if valid."""
     def parse_and_validate(
         self, text: str | bytes, max_issues: int = 64
     ) -> tuple[dict[str, object], tuple[list[_Issue], int] | None]:
         """Guarded parse of argument text and validation, in one crossing."""
-    @property
-    def recursive(self) -> bool: ...
+    def report(
+        self,
+        instance: object,
+        tool_name: str,
+        max_message_bytes: int = 1024,
+        max_issues: int = 256,
+    ) -> _Report | None:
+        """Validation and, for invalid arguments, the report a model sees; None if valid."""
+    def parse_and_report(
+        self,
+        text: str | bytes,
+        tool_name: str,
+        max_message_bytes: int = 1024,
+        max_issues: int = 256,
+    ) -> tuple[dict[str, object], _Report | None]:
+        """Guarded parse of argument text, validation and report, in one crossing."""
 
 @final
 class SchemaValidator:
@@ -143,6 +159,10 @@ class SchemaValidator:
         """Guarded parse of argument text; raises ``ArgumentsError``."""
     def cache_info(self) -> tuple[int, int, int, int]: ...
 
+def format_issue_report(
+    tool_name: str, issues: list[_Issue], total: int, max_message_bytes: int = 1024
+) -> tuple[str, list[dict[str, str]]]:
+    """The message and ``details`` issues a model sees for ``issues`` of ``tool_name``."""
 def limit_table() -> list[tuple[str, int, int]]:
     """``(name, default, ceiling)`` of every limit."""
 

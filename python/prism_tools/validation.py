@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal, NamedTuple, Protocol, TypeAlias
 
-from prism_tools._core import CompiledSchema, SchemaValidator, limit_table
+from prism_tools._core import CompiledSchema, SchemaValidator, format_issue_report, limit_table
 from prism_tools.errors import SchemaGuardError
 from prism_tools.types import ErrorInfo, JSONValue, ToolDefinition, ToolExecutionContext
 
@@ -30,10 +30,8 @@ LIMITS: dict[str, tuple[int, int]] = {
 }
 """Every limit keyword: ``(default, hard ceiling)``."""
 
-MAX_ISSUES_IN_MESSAGE = 8
 MAX_ISSUES_IN_DETAILS = 256
 DEFAULT_MAX_MESSAGE_BYTES = 1024
-MAX_ISSUE_MESSAGE_BYTES = 160
 
 Found: TypeAlias = tuple[list[tuple[str, str, str]], int]
 """Issues as ``(path, keyword, message)`` (the first ``MAX_ISSUES_IN_DETAILS``) and how many
@@ -182,13 +180,13 @@ def create_json_schema_adapter(**limits: int) -> JsonSchemaAdapter:
     return JsonSchemaAdapter(**limits)
 
 
-def _cut(text: str, limit: int) -> str:
-    if len(text) * 4 <= limit:
-        return text  # even four bytes a character fits: no need to encode
-    data = text.encode("utf-8")
-    if len(data) <= limit:
-        return text
-    return data[: max(0, limit - 3)].decode("utf-8", "ignore") + "..."
+def _invalid(message: str, issues: list[dict[str, str]], total: int) -> ErrorInfo:
+    return ErrorInfo(
+        message=message,
+        code="invalid_tool_arguments",
+        name="ArgumentValidationError",
+        details={"issues": issues, "count": total},
+    )
 
 
 def format_issues(
@@ -202,36 +200,12 @@ def format_issues(
 
     The message names at most eight issues as ``"<path>: <message>"`` and stays within
     ``max_message_bytes``; parts that do not fit are counted in a closing ``(and N more)``.
-    ``details`` lists every issue found (up to 256) and the total count.
+    ``details`` lists every issue given (each message cut to 160 bytes) and the total count.
+    The Rust core writes the report, the same one the compiled-schema fast path returns.
     """
     total = len(issues) if total is None else total
-    head = f"Invalid arguments for tool {_cut(tool_name, 128)}: "
-    parts: list[str] = []
-    used = len(head.encode("utf-8"))
-    for path, _, message in issues[:MAX_ISSUES_IN_MESSAGE]:
-        part = f"{path or '/'}: {_cut(message, MAX_ISSUE_MESSAGE_BYTES)}"
-        # Room for the separator and for a worst-case suffix like " (and 99999 more)".
-        cost = len(part.encode("utf-8")) + 2
-        if used + cost + 24 > max_message_bytes and parts:
-            break
-        parts.append(part)
-        used += cost
-    message = head + "; ".join(parts)
-    hidden = total - len(parts)
-    if hidden > 0:
-        message += f" (and {hidden} more)"
-    return ErrorInfo(
-        message=_cut(message, max_message_bytes),
-        code="invalid_tool_arguments",
-        name="ArgumentValidationError",
-        details={
-            "issues": [
-                {"path": path, "keyword": keyword, "message": _cut(text, MAX_ISSUE_MESSAGE_BYTES)}
-                for path, keyword, text in issues
-            ],
-            "count": total,
-        },
-    )
+    message, described = format_issue_report(tool_name, issues, total, max_message_bytes)
+    return _invalid(message, described, total)
 
 
 def _guard_refusal(tool: ToolDefinition, err: SchemaGuardError) -> ErrorInfo:
@@ -285,12 +259,13 @@ class ToolParameterValidator:
             if type(adapter) is JsonSchemaAdapter:
                 entry = adapter._memo.get(id(schema))
                 if entry is not None and entry[0] is schema:
-                    # The common case, kept to one dict probe and one call into the core.
+                    # The common case, kept to one dict probe and one call into the core, which
+                    # validates and, for invalid arguments, writes the whole report.
                     adapter._memo_hits += 1
-                    found = entry[1].validate(args, MAX_ISSUES_IN_DETAILS)
-                    if found is None:
-                        return None
-                    issues, total = found
+                    report = entry[1].report(
+                        args, tool.name, self.max_message_bytes, MAX_ISSUES_IN_DETAILS
+                    )
+                    return None if report is None else _invalid(*report)
                 else:
                     issues, total = adapter.found(schema, args)
             else:
@@ -317,13 +292,13 @@ class ToolParameterValidator:
         if type(adapter) is not JsonSchemaAdapter or schema is None:
             return None
         try:
-            arguments, (issues, total) = adapter.parse_and_find(schema, text)
+            compiled = adapter.compiled(schema)
         except SchemaGuardError as err:
             return adapter.parse(text), _guard_refusal(tool, err)
-        if not total:
-            return arguments, None
-        problem = format_issues(tool.name, issues, total, max_message_bytes=self.max_message_bytes)
-        return arguments, problem
+        arguments, report = compiled.parse_and_report(
+            text, tool.name, self.max_message_bytes, MAX_ISSUES_IN_DETAILS
+        )
+        return arguments, None if report is None else _invalid(*report)
 
     def cache_info(self) -> CacheInfo:
         """Counters of the compiled-schema cache behind this validator."""

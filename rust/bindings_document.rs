@@ -1,0 +1,244 @@
+//! Python objects to and from `Document`s (see `document.rs`).
+//!
+//! Reading Python arguments walks them once, bounded by the argument depth limit and by a node
+//! count, and borrows every string from its Python object (the reader holds a reference to each
+//! until the document is dropped). Building Python objects from a parsed document takes object
+//! keys from a table of the schema's property names, interned once, so the common keys are
+//! neither created nor hashed again per call.
+
+use std::borrow::Cow;
+
+use ahash::AHashMap;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+
+use crate::bindings::type_name;
+use crate::document::{Document, Entry, Member, Text};
+
+/// Interned Python strings of a schema's property names.
+pub(crate) type KeyTable = AHashMap<Box<str>, Py<PyString>>;
+
+/// Interns `names` once for the objects built from documents validated against one schema.
+pub(crate) fn key_table(py: Python<'_>, names: &[Box<str>]) -> KeyTable {
+    names
+        .iter()
+        .map(|name| (name.clone(), PyString::intern(py, name).unbind()))
+        .collect()
+}
+
+/// Why Python arguments could not be read as JSON.
+pub(crate) enum Unreadable {
+    TooDeep,
+    TooMany,
+    NotJson { path: String, what: String },
+}
+
+fn not_json(what: impl Into<String>) -> Unreadable {
+    Unreadable::NotJson {
+        path: String::new(),
+        what: what.into(),
+    }
+}
+
+/// Puts `segment` in front of the path of a failure found below it (the path is built on the way
+/// out of a failed read only, so a good read never formats one).
+fn under(segment: &str, failure: Unreadable) -> Unreadable {
+    match failure {
+        Unreadable::NotJson { path, what } => {
+            let escaped = if segment.contains(['~', '/']) {
+                Cow::Owned(segment.replace('~', "~0").replace('/', "~1"))
+            } else {
+                Cow::Borrowed(segment)
+            };
+            Unreadable::NotJson {
+                path: format!("/{escaped}{path}"),
+                what,
+            }
+        }
+        other => other,
+    }
+}
+
+/// Reads Python JSON data (dict with str keys, list, tuple, str, int, float, bool, None) into a
+/// document and hands it to `then`; at most `max_depth` containers deep and `max_nodes` values.
+pub(crate) fn with_python_document<T>(
+    object: &Bound<'_, PyAny>,
+    max_depth: usize,
+    max_nodes: usize,
+    then: impl FnOnce(&Document<'_>) -> T,
+) -> Result<T, Unreadable> {
+    let mut reader = PyReader {
+        doc: Document::with_capacity(16),
+        members: Vec::with_capacity(8),
+        elements: Vec::with_capacity(4),
+        holders: Vec::with_capacity(16),
+        max_depth,
+        max_nodes,
+        unusual_keys: false,
+    };
+    reader.read(object, 0)?;
+    let PyReader {
+        doc,
+        holders,
+        unusual_keys,
+        ..
+    } = reader;
+    let mut doc: Document<'_> = doc;
+    // Every string was checked as UTF-8 while reading, so `to_str` cannot fail here.
+    doc.held = holders
+        .iter()
+        .map(|string| string.to_str().unwrap_or_default())
+        .collect();
+    doc.finish(unusual_keys);
+    Ok(then(&doc))
+}
+
+struct PyReader<'py> {
+    doc: Document<'static>,
+    members: Vec<Member<'static>>,
+    elements: Vec<u32>,
+    holders: Vec<Bound<'py, PyString>>,
+    max_depth: usize,
+    max_nodes: usize,
+    /// Keys of a `str` subclass may repeat a text (their own `__eq__`), so they need the check
+    /// that text keys always get.
+    unusual_keys: bool,
+}
+
+impl<'py> PyReader<'py> {
+    fn hold(&mut self, string: &Bound<'py, PyString>) -> Result<Text<'static>, Unreadable> {
+        if string.to_str().is_err() {
+            return Err(not_json("a string that is not valid UTF-8"));
+        }
+        self.holders.push(string.clone());
+        Ok(Text::Held(
+            u32::try_from(self.holders.len() - 1).unwrap_or(u32::MAX),
+        ))
+    }
+
+    fn push(&mut self, entry: Entry<'static>) -> Result<u32, Unreadable> {
+        if self.doc.len() >= self.max_nodes {
+            return Err(Unreadable::TooMany);
+        }
+        Ok(self.doc.push(entry))
+    }
+
+    fn read(&mut self, object: &Bound<'py, PyAny>, depth: usize) -> Result<u32, Unreadable> {
+        if let Ok(string) = object.cast::<PyString>() {
+            let text = self.hold(string)?;
+            return self.push(Entry::Str(text));
+        }
+        if let Ok(dict) = object.cast::<PyDict>() {
+            if depth >= self.max_depth {
+                return Err(Unreadable::TooDeep);
+            }
+            let mark = self.members.len();
+            for (key, value) in dict.iter() {
+                let Ok(key) = key.cast::<PyString>() else {
+                    return Err(not_json(format!("a {} key", type_name(&key))));
+                };
+                self.unusual_keys |= !key.is_exact_instance_of::<PyString>();
+                let text = self.hold(key)?;
+                let value = self
+                    .read(&value, depth + 1)
+                    .map_err(|failure| under(key.to_str().unwrap_or_default(), failure))?;
+                self.members.push(Member { key: text, value });
+            }
+            if self.doc.len() >= self.max_nodes {
+                return Err(Unreadable::TooMany);
+            }
+            return Ok(self.doc.close_object(&mut self.members, mark));
+        }
+        if let Ok(flag) = object.cast::<PyBool>() {
+            return self.push(Entry::Bool(flag.is_true()));
+        }
+        if object.cast::<PyInt>().is_ok() {
+            if let Ok(small) = object.extract::<i64>() {
+                return self.push(Entry::Int(small));
+            }
+            if let Ok(large) = object.extract::<u64>() {
+                return self.push(Entry::UInt(large));
+            }
+            // Beyond 64 bits: validated by magnitude, as a float keeps integer-ness.
+            return match object.extract::<f64>() {
+                Ok(approximate) if approximate.is_finite() => self.push(Entry::Float(approximate)),
+                _ => Err(not_json("an integer too large for JSON numbers")),
+            };
+        }
+        if let Ok(float) = object.cast::<PyFloat>() {
+            let value = float.value();
+            if !value.is_finite() {
+                return Err(not_json("a number that is not finite"));
+            }
+            return self.push(Entry::Float(value));
+        }
+        if object.is_none() {
+            return self.push(Entry::Null);
+        }
+        if let Ok(list) = object.cast::<PyList>() {
+            return self.read_sequence(list.iter(), depth);
+        }
+        if let Ok(tuple) = object.cast::<PyTuple>() {
+            return self.read_sequence(tuple.iter(), depth);
+        }
+        Err(not_json(format!("a {}", type_name(object))))
+    }
+
+    fn read_sequence(
+        &mut self,
+        items: impl Iterator<Item = Bound<'py, PyAny>>,
+        depth: usize,
+    ) -> Result<u32, Unreadable> {
+        if depth >= self.max_depth {
+            return Err(Unreadable::TooDeep);
+        }
+        let mark = self.elements.len();
+        for (position, item) in items.enumerate() {
+            let element = self
+                .read(&item, depth + 1)
+                .map_err(|failure| under(&position.to_string(), failure))?;
+            self.elements.push(element);
+        }
+        if self.doc.len() >= self.max_nodes {
+            return Err(Unreadable::TooMany);
+        }
+        Ok(self.doc.close_array(&mut self.elements, mark))
+    }
+}
+
+/// Builds the Python value of node `at` (object keys from `keys` where they are found there).
+pub(crate) fn build<'py>(
+    py: Python<'py>,
+    doc: &Document<'_>,
+    at: u32,
+    keys: Option<&KeyTable>,
+) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match doc.entry(at) {
+        Entry::Null => py.None().into_bound(py),
+        Entry::Bool(flag) => PyBool::new(py, *flag).to_owned().into_any(),
+        Entry::Int(value) => value.into_pyobject(py)?.into_any(),
+        Entry::UInt(value) => value.into_pyobject(py)?.into_any(),
+        Entry::Float(value) => PyFloat::new(py, *value).into_any(),
+        Entry::Str(text) => PyString::new(py, doc.text(text)).into_any(),
+        Entry::Array { start, len } => {
+            let elements = doc.array_elements(*start, *len);
+            let mut built = Vec::with_capacity(elements.len());
+            for &element in elements {
+                built.push(build(py, doc, element, keys)?);
+            }
+            PyList::new(py, built)?.into_any()
+        }
+        Entry::Object { start, len, .. } => {
+            let dict = PyDict::new(py);
+            for member in doc.object_members(*start, *len) {
+                let name = doc.text(&member.key);
+                let value = build(py, doc, member.value, keys)?;
+                match keys.and_then(|table| table.get(name)) {
+                    Some(key) => dict.set_item(key.bind(py), value)?,
+                    None => dict.set_item(PyString::new(py, name), value)?,
+                }
+            }
+            dict.into_any()
+        }
+    })
+}

@@ -1,0 +1,1047 @@
+//! Tool arguments as one flat document that the validator reads without touching Python.
+//!
+//! Argument text is parsed (after `scan_json` has bounded its size and depth) into a `Document`:
+//! one vector of nodes, one of object members and one of array elements, with every string that
+//! has no escapes borrowed from the text. Python arguments are read into the same shape, strings
+//! borrowed from the Python objects (the bindings hold them for the document's lifetime). The
+//! `jsonschema` crate validates a document through its `Json` trait (`Tape`), with no allocation
+//! per node and no call into Python; the text path then builds the Python objects from the same
+//! document, so what the validator judged is exactly what the tool receives.
+//!
+//! Duplicate object keys resolve as a Python dict built from the text would: the first position,
+//! the last value. Objects with more than `SMALL_OBJECT` members get a sorted index, so a lookup
+//! is a binary search, never a scan a hostile object could make quadratic.
+
+use std::borrow::Cow;
+
+use jsonschema::json::{Array, Json, JsonNumber, Node, NodeIdentity, Object, cmp};
+use jsonschema::types::JsonType;
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value};
+
+use crate::guards::{GuardViolation, scan_json};
+
+/// Objects up to this many members are searched by a scan; larger ones get a sorted index.
+const INDEXED_OBJECT: usize = 32;
+/// Objects up to this many members are checked for repeated keys pairwise; larger ones through
+/// their sorted keys.
+const SMALL_OBJECT: usize = 16;
+/// `Entry::Object::sorted` of an object that has no sorted index.
+const NOT_SORTED: u32 = u32::MAX;
+
+/// A string of the document: owned or borrowed from the source text, or one of the strings held
+/// beside the document (`Document::held`, filled once every node is read).
+#[derive(Debug, Clone)]
+pub enum Text<'s> {
+    Str(Cow<'s, str>),
+    Held(u32),
+}
+
+/// One node. Containers point at their members or elements; indices are `u32` because a
+/// document never has more nodes than the argument byte limit (64 MiB at most) allows.
+#[derive(Debug, Clone)]
+pub enum Entry<'s> {
+    Null,
+    Bool(bool),
+    Int(i64),
+    UInt(u64),
+    Float(f64),
+    Str(Text<'s>),
+    Array { start: u32, len: u32 },
+    Object { start: u32, len: u32, sorted: u32 },
+}
+
+/// One object member: its key and the index of its value.
+#[derive(Debug, Clone)]
+pub struct Member<'s> {
+    pub key: Text<'s>,
+    pub value: u32,
+}
+
+/// A parsed JSON document; the root is the last node.
+#[derive(Debug, Default)]
+pub struct Document<'s> {
+    nodes: Vec<Entry<'s>>,
+    members: Vec<Member<'s>>,
+    elements: Vec<u32>,
+    sorted: Vec<u32>,
+    /// Strings that `Text::Held` points at (Python strings, for documents read from Python).
+    pub held: Vec<&'s str>,
+}
+
+#[allow(clippy::cast_possible_truncation)] // bounded by the argument limits, see `Entry`
+fn index(n: usize) -> u32 {
+    n as u32
+}
+
+impl<'s> Document<'s> {
+    /// An empty document with room for about `nodes` nodes.
+    pub fn with_capacity(nodes: usize) -> Self {
+        Self {
+            nodes: Vec::with_capacity(nodes),
+            members: Vec::with_capacity(nodes / 2),
+            elements: Vec::with_capacity(nodes / 4),
+            sorted: Vec::new(),
+            held: Vec::new(),
+        }
+    }
+
+    /// Empties the document, keeping its allocations.
+    pub fn clear(&mut self) {
+        self.nodes.clear();
+        self.members.clear();
+        self.elements.clear();
+        self.sorted.clear();
+        self.held.clear();
+    }
+
+    /// How many nodes the document holds.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The root node (the last one read). Callers only ask for it of a non-empty document.
+    pub fn root(&self) -> DocNode<'_> {
+        DocNode {
+            doc: self,
+            index: index(self.nodes.len().saturating_sub(1)),
+        }
+    }
+
+    /// The index of the root node.
+    pub fn root_index(&self) -> u32 {
+        index(self.nodes.len().saturating_sub(1))
+    }
+
+    /// Node `at`, for the bindings that build Python objects from a document.
+    pub fn entry(&self, at: u32) -> &Entry<'s> {
+        &self.nodes[at as usize]
+    }
+
+    /// The members of an object entry, in order.
+    pub fn object_members(&self, start: u32, len: u32) -> &[Member<'s>] {
+        &self.members[start as usize..(start + len) as usize]
+    }
+
+    /// The elements of an array entry, in order.
+    pub fn array_elements(&self, start: u32, len: u32) -> &[u32] {
+        &self.elements[start as usize..(start + len) as usize]
+    }
+
+    pub fn text<'a>(&'a self, text: &'a Text<'s>) -> &'a str {
+        match text {
+            Text::Str(string) => string,
+            Text::Held(at) => self.held[*at as usize],
+        }
+    }
+
+    // ---- building: leaves, then containers from a stack of pending members and elements ----
+
+    pub fn push(&mut self, entry: Entry<'s>) -> u32 {
+        self.nodes.push(entry);
+        index(self.nodes.len() - 1)
+    }
+
+    /// Closes an object whose members are `pending[mark..]`; they move into the document.
+    pub fn close_object(&mut self, pending: &mut Vec<Member<'s>>, mark: usize) -> u32 {
+        let start = index(self.members.len());
+        let len = index(pending.len() - mark);
+        self.members.extend(pending.drain(mark..));
+        self.push(Entry::Object {
+            start,
+            len,
+            sorted: NOT_SORTED,
+        })
+    }
+
+    /// Closes an array whose elements are `pending[mark..]`.
+    pub fn close_array(&mut self, pending: &mut Vec<u32>, mark: usize) -> u32 {
+        let start = index(self.elements.len());
+        let len = index(pending.len() - mark);
+        self.elements.extend(pending.drain(mark..));
+        self.push(Entry::Array { start, len })
+    }
+
+    /// Indexes large objects and, when `keys_may_repeat`, resolves repeated keys (first
+    /// position, last value). Runs once, after every string can be read (`held` filled).
+    pub fn finish(&mut self, keys_may_repeat: bool) {
+        for at in 0..self.nodes.len() {
+            let Entry::Object { start, len, .. } = self.nodes[at] else {
+                continue;
+            };
+            let (start, mut len) = (start as usize, len as usize);
+            if !keys_may_repeat && len <= INDEXED_OBJECT {
+                continue;
+            }
+            if keys_may_repeat && len > 1 && len <= SMALL_OBJECT {
+                len = self.deduplicate(start, len);
+            }
+            let mut sorted = NOT_SORTED;
+            if len > SMALL_OBJECT {
+                let mut from = self.sort_keys(start, len);
+                if keys_may_repeat && self.has_repeats(from, len) {
+                    self.sorted.truncate(from as usize);
+                    len = self.deduplicate(start, len);
+                    from = self.sort_keys(start, len);
+                }
+                if len > INDEXED_OBJECT {
+                    sorted = from;
+                } else {
+                    self.sorted.truncate(from as usize);
+                }
+            }
+            self.nodes[at] = Entry::Object {
+                start: index(start),
+                len: index(len),
+                sorted,
+            };
+        }
+    }
+
+    /// Appends the member positions of an object sorted by key; returns where they start.
+    fn sort_keys(&mut self, start: usize, len: usize) -> u32 {
+        let from = self.sorted.len();
+        self.sorted.extend(index(start)..index(start + len));
+        let (members, held) = (&self.members, &self.held);
+        let key = |at: &u32| -> &str {
+            match &members[*at as usize].key {
+                Text::Str(string) => string,
+                Text::Held(held_at) => held[*held_at as usize],
+            }
+        };
+        self.sorted[from..].sort_unstable_by(|a, b| key(a).cmp(key(b)));
+        index(from)
+    }
+
+    fn has_repeats(&self, from: u32, len: usize) -> bool {
+        let order = &self.sorted[from as usize..from as usize + len];
+        order.windows(2).any(|pair| {
+            self.text(&self.members[pair[0] as usize].key)
+                == self.text(&self.members[pair[1] as usize].key)
+        })
+    }
+
+    /// Folds repeated keys of the object at `members[start..start + len]` into their first
+    /// occurrence; returns the new length.
+    fn deduplicate(&mut self, start: usize, len: usize) -> usize {
+        if len <= SMALL_OBJECT {
+            let mut kept = 1;
+            for next in 1..len {
+                let found = (0..kept).find(|&earlier| {
+                    self.text(&self.members[start + earlier].key)
+                        == self.text(&self.members[start + next].key)
+                });
+                if let Some(earlier) = found {
+                    self.members[start + earlier].value = self.members[start + next].value;
+                } else {
+                    self.members.swap(start + kept, start + next);
+                    kept += 1;
+                }
+            }
+            return kept;
+        }
+        // Large: sort positions by key (then position), so repeats sit side by side.
+        let mut order: Vec<usize> = (start..start + len).collect();
+        order.sort_by(|&a, &b| {
+            self.text(&self.members[a].key)
+                .cmp(self.text(&self.members[b].key))
+                .then(a.cmp(&b))
+        });
+        let mut dropped = vec![false; len];
+        let mut run = 0;
+        while run < order.len() {
+            let mut end = run + 1;
+            while end < order.len()
+                && self.text(&self.members[order[end]].key)
+                    == self.text(&self.members[order[run]].key)
+            {
+                end += 1;
+            }
+            if end - run > 1 {
+                self.members[order[run]].value = self.members[order[end - 1]].value;
+                for &later in &order[run + 1..end] {
+                    dropped[later - start] = true;
+                }
+            }
+            run = end;
+        }
+        let mut kept = 0;
+        for (offset, gone) in dropped.into_iter().enumerate() {
+            if !gone {
+                self.members.swap(start + kept, start + offset);
+                kept += 1;
+            }
+        }
+        kept
+    }
+
+    // ---- reading ----
+
+    fn lookup(&self, start: u32, len: u32, sorted: u32, key: &str) -> Option<u32> {
+        if sorted == NOT_SORTED {
+            return self
+                .object_members(start, len)
+                .iter()
+                .find(|member| self.text(&member.key) == key)
+                .map(|member| member.value);
+        }
+        let order = &self.sorted[sorted as usize..(sorted + len) as usize];
+        order
+            .binary_search_by(|&at| self.text(&self.members[at as usize].key).cmp(key))
+            .ok()
+            .map(|found| self.members[order[found] as usize].value)
+    }
+
+    fn number(&self, at: u32) -> Option<Num> {
+        match self.nodes[at as usize] {
+            Entry::Int(value) => Some(Num::Int(value)),
+            Entry::UInt(value) => Some(Num::UInt(value)),
+            Entry::Float(value) => Some(Num::Float(value)),
+            _ => None,
+        }
+    }
+
+    /// Node `at` as a `serde_json::Value` (error reports and other cold paths).
+    pub fn to_value(&self, at: u32) -> Value {
+        match &self.nodes[at as usize] {
+            Entry::Null => Value::Null,
+            Entry::Bool(flag) => Value::Bool(*flag),
+            Entry::Int(_) | Entry::UInt(_) | Entry::Float(_) => self
+                .number(at)
+                .map_or(Value::Null, |number| Value::Number(number.to_serde())),
+            Entry::Str(text) => Value::String(self.text(text).to_owned()),
+            Entry::Array { start, len } => Value::Array(
+                self.array_elements(*start, *len)
+                    .iter()
+                    .map(|&element| self.to_value(element))
+                    .collect(),
+            ),
+            Entry::Object { start, len, .. } => Value::Object(
+                self.object_members(*start, *len)
+                    .iter()
+                    .map(|member| {
+                        (
+                            self.text(&member.key).to_owned(),
+                            self.to_value(member.value),
+                        )
+                    })
+                    .collect::<Map<String, Value>>(),
+            ),
+        }
+    }
+
+    /// JSON equality of node `at` and `expected` (numbers mathematically).
+    fn equals(&self, at: u32, expected: &Value) -> bool {
+        match (&self.nodes[at as usize], expected) {
+            (Entry::Null, Value::Null) => true,
+            (Entry::Bool(flag), Value::Bool(other)) => flag == other,
+            (Entry::Int(_) | Entry::UInt(_) | Entry::Float(_), Value::Number(other)) => self
+                .number(at)
+                .is_some_and(|number| cmp::equal_numbers(&number, other)),
+            (Entry::Str(text), Value::String(other)) => self.text(text) == other,
+            (Entry::Array { start, len }, Value::Array(others)) => {
+                *len as usize == others.len()
+                    && self
+                        .array_elements(*start, *len)
+                        .iter()
+                        .zip(others)
+                        .all(|(&element, other)| self.equals(element, other))
+            }
+            (Entry::Object { start, len, .. }, Value::Object(others)) => {
+                *len as usize == others.len()
+                    && self.object_members(*start, *len).iter().all(|member| {
+                        others
+                            .get(self.text(&member.key))
+                            .is_some_and(|other| self.equals(member.value, other))
+                    })
+            }
+            _ => false,
+        }
+    }
+
+    /// JSON equality of two nodes of this document.
+    fn same(&self, left: u32, right: u32) -> bool {
+        match (&self.nodes[left as usize], &self.nodes[right as usize]) {
+            (Entry::Null, Entry::Null) => true,
+            (Entry::Bool(a), Entry::Bool(b)) => a == b,
+            (Entry::Str(a), Entry::Str(b)) => self.text(a) == self.text(b),
+            (Entry::Array { start: a, len: n }, Entry::Array { start: b, len: m }) => {
+                n == m
+                    && self
+                        .array_elements(*a, *n)
+                        .iter()
+                        .zip(self.array_elements(*b, *m))
+                        .all(|(&x, &y)| self.same(x, y))
+            }
+            (
+                Entry::Object {
+                    start: a,
+                    len: n,
+                    sorted: _,
+                },
+                Entry::Object {
+                    start: b,
+                    len: m,
+                    sorted: sorted_b,
+                },
+            ) => {
+                n == m
+                    && self.object_members(*a, *n).iter().all(|member| {
+                        self.lookup(*b, *m, *sorted_b, self.text(&member.key))
+                            .is_some_and(|other| self.same(member.value, other))
+                    })
+            }
+            _ => match (self.number(left), self.number(right)) {
+                (Some(a), Some(b)) => cmp::equal_numbers(&a, &b.to_serde()),
+                _ => false,
+            },
+        }
+    }
+}
+
+/// A JSON number as it was read.
+#[derive(Debug, Clone, Copy)]
+pub enum Num {
+    Int(i64),
+    UInt(u64),
+    Float(f64),
+}
+
+impl Num {
+    fn to_serde(self) -> Number {
+        match self {
+            Num::Int(value) => value.into(),
+            Num::UInt(value) => value.into(),
+            // Documents hold finite floats only (the parser and the Python reader refuse others).
+            Num::Float(value) => Number::from_f64(value).unwrap_or_else(|| 0.into()),
+        }
+    }
+}
+
+impl JsonNumber for Num {
+    fn as_u64(&self) -> Option<u64> {
+        match *self {
+            Num::Int(value) => u64::try_from(value).ok(),
+            Num::UInt(value) => Some(value),
+            Num::Float(_) => None,
+        }
+    }
+
+    fn as_i64(&self) -> Option<i64> {
+        match *self {
+            Num::Int(value) => Some(value),
+            Num::UInt(value) => i64::try_from(value).ok(),
+            Num::Float(_) => None,
+        }
+    }
+
+    #[allow(clippy::cast_precision_loss)] // what JSON Schema number comparisons do
+    fn as_f64(&self) -> Option<f64> {
+        Some(match *self {
+            Num::Int(value) => value as f64,
+            Num::UInt(value) => value as f64,
+            Num::Float(value) => value,
+        })
+    }
+
+    fn as_str(&self) -> Cow<'_, str> {
+        Cow::Owned(self.to_serde().to_string())
+    }
+
+    fn to_number(&self) -> Cow<'_, Number> {
+        Cow::Owned(self.to_serde())
+    }
+
+    fn is_integer(&self) -> bool {
+        match *self {
+            Num::Int(_) | Num::UInt(_) => true,
+            Num::Float(value) => value.fract() == 0.0,
+        }
+    }
+
+    fn is_written_as_integer(&self) -> bool {
+        !matches!(self, Num::Float(_))
+    }
+}
+
+/// The `jsonschema` representation of a `Document`.
+pub struct Tape;
+
+impl Json for Tape {
+    type Node<'a> = DocNode<'a>;
+    type PreparedKey = Box<str>;
+    type StringBuffer = Document<'static>;
+
+    // A lookup scans a small object or binary-searches a large one; a members pass is cheaper
+    // than several of either.
+    const KEYS_PER_LOOKUP: usize = 4;
+    // A document is a tree: no node is its own descendant.
+    const ACYCLIC: bool = true;
+
+    fn prepare_key(key: &str) -> Box<str> {
+        key.into()
+    }
+
+    fn with_string_node<T>(
+        buffer: &mut Document<'static>,
+        string: &str,
+        f: impl FnOnce(DocNode<'_>) -> T,
+    ) -> T {
+        buffer.clear();
+        buffer.push(Entry::Str(Text::Str(Cow::Owned(string.to_owned()))));
+        f(buffer.root())
+    }
+}
+
+/// One node of a document.
+#[derive(Debug, Clone, Copy)]
+pub struct DocNode<'a> {
+    doc: &'a Document<'a>,
+    index: u32,
+}
+
+impl<'a> DocNode<'a> {
+    fn entry(&self) -> &'a Entry<'a> {
+        &self.doc.nodes[self.index as usize]
+    }
+}
+
+impl<'a> Node<'a, Tape> for DocNode<'a> {
+    type Object = DocObject<'a>;
+    type Array = DocArray<'a>;
+    type Number = Num;
+
+    fn as_object(&self) -> Option<DocObject<'a>> {
+        match *self.entry() {
+            Entry::Object { start, len, sorted } => Some(DocObject {
+                doc: self.doc,
+                start,
+                len,
+                sorted,
+            }),
+            _ => None,
+        }
+    }
+
+    fn as_array(&self) -> Option<DocArray<'a>> {
+        match *self.entry() {
+            Entry::Array { start, len } => Some(DocArray {
+                doc: self.doc,
+                start,
+                len,
+            }),
+            _ => None,
+        }
+    }
+
+    fn as_string(&self) -> Option<Cow<'a, str>> {
+        match self.entry() {
+            Entry::Str(text) => Some(Cow::Borrowed(self.doc.text(text))),
+            _ => None,
+        }
+    }
+
+    fn as_number(&self) -> Option<Num> {
+        self.doc.number(self.index)
+    }
+
+    fn as_boolean(&self) -> Option<bool> {
+        match self.entry() {
+            Entry::Bool(flag) => Some(*flag),
+            _ => None,
+        }
+    }
+
+    fn is_null(&self) -> bool {
+        matches!(self.entry(), Entry::Null)
+    }
+
+    fn json_type(&self) -> JsonType {
+        match self.entry() {
+            Entry::Null => JsonType::Null,
+            Entry::Bool(_) => JsonType::Boolean,
+            Entry::Int(_) | Entry::UInt(_) | Entry::Float(_) => JsonType::Number,
+            Entry::Str(_) => JsonType::String,
+            Entry::Array { .. } => JsonType::Array,
+            Entry::Object { .. } => JsonType::Object,
+        }
+    }
+
+    fn string_length(&self) -> Option<u64> {
+        self.as_string().map(|string| {
+            // Code points are the bytes that do not continue a UTF-8 sequence.
+            let continuation = string.bytes().filter(|byte| byte & 0xC0 == 0x80).count();
+            (string.len() - continuation) as u64
+        })
+    }
+
+    fn equals_value(&self, expected: &Value) -> bool {
+        self.doc.equals(self.index, expected)
+    }
+
+    fn to_value(&self) -> Cow<'a, Value> {
+        Cow::Owned(self.doc.to_value(self.index))
+    }
+
+    fn identity(&self) -> Option<NodeIdentity> {
+        Some(NodeIdentity::tagged(
+            std::ptr::from_ref(self.doc) as usize,
+            self.index,
+        ))
+    }
+}
+
+/// An object node.
+#[derive(Debug, Clone, Copy)]
+pub struct DocObject<'a> {
+    doc: &'a Document<'a>,
+    start: u32,
+    len: u32,
+    sorted: u32,
+}
+
+/// Members of an object node, in order.
+pub struct DocMembers<'a> {
+    doc: &'a Document<'a>,
+    members: std::slice::Iter<'a, Member<'a>>,
+}
+
+impl<'a> Iterator for DocMembers<'a> {
+    type Item = (&'a str, DocNode<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let doc = self.doc;
+        self.members.next().map(|member| {
+            (
+                doc.text(&member.key),
+                DocNode {
+                    doc,
+                    index: member.value,
+                },
+            )
+        })
+    }
+}
+
+impl<'a> Object<'a, Tape> for DocObject<'a> {
+    type Node = DocNode<'a>;
+    type MemberName = &'a str;
+    type MembersIter = DocMembers<'a>;
+
+    fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    fn get(&self, key: &Box<str>) -> Option<DocNode<'a>> {
+        self.doc
+            .lookup(self.start, self.len, self.sorted, key)
+            .map(|index| DocNode {
+                doc: self.doc,
+                index,
+            })
+    }
+
+    fn members(&self) -> DocMembers<'a> {
+        DocMembers {
+            doc: self.doc,
+            members: self.doc.object_members(self.start, self.len).iter(),
+        }
+    }
+}
+
+/// An array node.
+#[derive(Debug, Clone, Copy)]
+pub struct DocArray<'a> {
+    doc: &'a Document<'a>,
+    start: u32,
+    len: u32,
+}
+
+/// Elements of an array node, in order.
+pub struct DocElements<'a> {
+    doc: &'a Document<'a>,
+    elements: std::slice::Iter<'a, u32>,
+}
+
+impl<'a> Iterator for DocElements<'a> {
+    type Item = DocNode<'a>;
+
+    fn next(&mut self) -> Option<DocNode<'a>> {
+        let doc = self.doc;
+        self.elements.next().map(|&index| DocNode { doc, index })
+    }
+}
+
+/// Arrays up to this length are checked for `uniqueItems` pairwise, in place.
+const PAIRWISE_UNIQUE: usize = 32;
+
+impl<'a> Array<'a, Tape> for DocArray<'a> {
+    type Node = DocNode<'a>;
+    type ElementsIter = DocElements<'a>;
+
+    fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    fn elements(&self) -> DocElements<'a> {
+        DocElements {
+            doc: self.doc,
+            elements: self.doc.array_elements(self.start, self.len).iter(),
+        }
+    }
+
+    fn is_unique(&self) -> bool {
+        let elements = self.doc.array_elements(self.start, self.len);
+        if elements.len() > PAIRWISE_UNIQUE {
+            let values: Vec<Value> = elements.iter().map(|&at| self.doc.to_value(at)).collect();
+            return jsonschema::json::unique::is_unique(&values);
+        }
+        elements.iter().enumerate().all(|(position, &element)| {
+            elements[..position]
+                .iter()
+                .all(|&earlier| !self.doc.same(earlier, element))
+        })
+    }
+}
+
+// ------------------------------------------------------------------------------ text parsing
+
+/// Why argument text could not become a document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParseFailure {
+    /// A size or depth guard refused the text before parsing.
+    Guard(GuardViolation),
+    /// Not one JSON value (the parser's message, which quotes no argument values).
+    Invalid(String),
+}
+
+/// JSON text to parse: a `str` is known to be UTF-8; bytes are checked as they are read.
+#[derive(Debug, Clone, Copy)]
+pub enum Source<'s> {
+    Text(&'s str),
+    Bytes(&'s [u8]),
+}
+
+impl<'s> Source<'s> {
+    pub fn bytes(self) -> &'s [u8] {
+        match self {
+            Source::Text(text) => text.as_bytes(),
+            Source::Bytes(bytes) => bytes,
+        }
+    }
+}
+
+/// Parses JSON text into a document, guards first. Empty (all-whitespace) text is an empty
+/// object.
+pub fn parse(
+    source: Source<'_>,
+    max_bytes: usize,
+    max_depth: usize,
+) -> Result<Document<'_>, ParseFailure> {
+    let data = source.bytes();
+    scan_json(data, max_bytes, max_depth).map_err(ParseFailure::Guard)?;
+    // Most argument texts spend a few bytes a node; the guess saves the first regrowths.
+    let mut builder = Builder::with_capacity((data.len() / 6).clamp(8, 4096));
+    if data.iter().all(u8::is_ascii_whitespace) {
+        let mark = builder.members.len();
+        builder.doc.close_object(&mut builder.members, mark);
+        return Ok(builder.doc);
+    }
+    match source {
+        Source::Text(text) => {
+            read_into(&mut builder, serde_json::Deserializer::from_str(text))?;
+        }
+        Source::Bytes(bytes) => {
+            read_into(&mut builder, serde_json::Deserializer::from_slice(bytes))?;
+        }
+    }
+    builder.doc.finish(true);
+    Ok(builder.doc)
+}
+
+fn read_into<'s, R: serde_json::de::Read<'s>>(
+    builder: &mut Builder<'s>,
+    mut deserializer: serde_json::Deserializer<R>,
+) -> Result<(), ParseFailure> {
+    // Depth is bounded by `scan_json` (256 at most), far below what would strain the stack.
+    deserializer.disable_recursion_limit();
+    Seed(builder)
+        .deserialize(&mut deserializer)
+        .and_then(|_| deserializer.end())
+        .map_err(|err| ParseFailure::Invalid(err.to_string()))
+}
+
+/// A document under construction, with the stacks of members and elements of open containers.
+struct Builder<'s> {
+    doc: Document<'s>,
+    members: Vec<Member<'s>>,
+    elements: Vec<u32>,
+}
+
+impl Builder<'_> {
+    fn with_capacity(nodes: usize) -> Self {
+        Self {
+            doc: Document::with_capacity(nodes),
+            members: Vec::with_capacity(nodes / 2),
+            elements: Vec::with_capacity(nodes / 4),
+        }
+    }
+}
+
+struct Seed<'b, 's>(&'b mut Builder<'s>);
+
+impl<'de> DeserializeSeed<'de> for Seed<'_, 'de> {
+    type Value = u32;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<u32, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Seed<'_, 'de> {
+    type Value = u32;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("a JSON value")
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<u32, E> {
+        Ok(self.0.doc.push(Entry::Null))
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, value: bool) -> Result<u32, E> {
+        Ok(self.0.doc.push(Entry::Bool(value)))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<u32, E> {
+        Ok(self.0.doc.push(Entry::Int(value)))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<u32, E> {
+        Ok(self.0.doc.push(Entry::UInt(value)))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<u32, E> {
+        if !value.is_finite() {
+            return Err(E::custom("number out of range"));
+        }
+        Ok(self.0.doc.push(Entry::Float(value)))
+    }
+
+    fn visit_borrowed_str<E: serde::de::Error>(self, value: &'de str) -> Result<u32, E> {
+        Ok(self.0.doc.push(Entry::Str(Text::Str(Cow::Borrowed(value)))))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<u32, E> {
+        Ok(self
+            .0
+            .doc
+            .push(Entry::Str(Text::Str(Cow::Owned(value.to_owned())))))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<u32, A::Error> {
+        let mark = self.0.elements.len();
+        while let Some(element) = seq.next_element_seed(Seed(&mut *self.0))? {
+            self.0.elements.push(element);
+        }
+        let builder = &mut *self.0;
+        Ok(builder.doc.close_array(&mut builder.elements, mark))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<u32, A::Error> {
+        let mark = self.0.members.len();
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            let value = map.next_value_seed(Seed(&mut *self.0))?;
+            self.0.members.push(Member {
+                key: Text::Str(key),
+                value,
+            });
+        }
+        let builder = &mut *self.0;
+        Ok(builder.doc.close_object(&mut builder.members, mark))
+    }
+}
+
+/// Object keys, borrowed from the text unless they hold escapes.
+struct KeySeed;
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("an object key")
+    }
+
+    fn visit_borrowed_str<E: serde::de::Error>(self, value: &'de str) -> Result<Self::Value, E> {
+        Ok(Cow::Borrowed(value))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(value.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::fmt::Write as _;
+
+    fn doc(text: &str) -> Document<'_> {
+        parse(Source::Text(text), 1 << 20, 64).unwrap()
+    }
+
+    #[test]
+    fn reads_back_what_was_parsed() {
+        let text = r#"{"a": [1, -2, 3.5, "x\"y", true, null], "b": {"c": {}}, "é": "ü"}"#;
+        let parsed = doc(text);
+        let expected: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(parsed.to_value(parsed.root().index), expected);
+        assert!(parsed.root().equals_value(&expected));
+        assert!(!parsed.root().equals_value(&json!({"a": []})));
+    }
+
+    #[test]
+    fn duplicate_keys_keep_the_first_position_and_the_last_value() {
+        let parsed = doc(r#"{"a": 1, "b": 2, "a": 3}"#);
+        let object = parsed.root().as_object().unwrap();
+        let names: Vec<&str> = object.members().map(|(name, _)| name).collect();
+        assert_eq!(names, ["a", "b"]);
+        let a = object.get(&Tape::prepare_key("a")).unwrap();
+        assert_eq!(a.as_number().and_then(|n| n.as_u64()), Some(3));
+        // Large objects too, through the sorted path.
+        let mut text = String::from("{");
+        for n in 0..100 {
+            write!(text, "\"k{}\": {n},", n % 40).unwrap();
+        }
+        text.push_str("\"last\": 0}");
+        let parsed = doc(&text);
+        let object = parsed.root().as_object().unwrap();
+        assert_eq!(object.len(), 41);
+        let names: Vec<&str> = object.members().map(|(name, _)| name).take(2).collect();
+        assert_eq!(names, ["k0", "k1"]);
+        let k0 = object.get(&Tape::prepare_key("k0")).unwrap();
+        assert_eq!(k0.as_number().and_then(|n| n.as_u64()), Some(80));
+        assert!(object.get(&Tape::prepare_key("k40")).is_none());
+    }
+
+    #[test]
+    fn lookups_in_large_objects_find_every_key() {
+        let mut text = String::from("{");
+        for n in 0..50 {
+            write!(text, "\"key{n}\": {n},").unwrap();
+        }
+        text.push_str("\"z\": null}");
+        let parsed = doc(&text);
+        let object = parsed.root().as_object().unwrap();
+        for n in 0..50 {
+            let found = object.get(&Tape::prepare_key(&format!("key{n}"))).unwrap();
+            assert_eq!(found.as_number().and_then(|n| n.as_u64()), Some(n));
+        }
+        assert!(object.get(&Tape::prepare_key("z")).unwrap().is_null());
+        assert!(object.get(&Tape::prepare_key("key50")).is_none());
+    }
+
+    #[test]
+    fn numbers_keep_their_kind() {
+        let parsed = doc("[1, -1, 18446744073709551615, 1.0, 2.5]");
+        assert_eq!(
+            parsed.to_value(parsed.root().index),
+            json!([1, -1, 18_446_744_073_709_551_615_u64, 1.0, 2.5])
+        );
+        let numbers: Vec<Num> = parsed
+            .root()
+            .as_array()
+            .unwrap()
+            .elements()
+            .map(|node| node.as_number().unwrap())
+            .collect();
+        assert_eq!(numbers[1].as_u64(), None);
+        assert_eq!(numbers[2].as_i64(), None);
+        assert!(numbers[3].is_integer() && !numbers[3].is_written_as_integer());
+        assert!(!numbers[4].is_integer());
+        let one = parsed.root().as_array().unwrap().elements().nth(3).unwrap();
+        assert!(one.equals_value(&json!(1)));
+    }
+
+    #[test]
+    fn unique_items_compare_as_json() {
+        let unique = |text: &str| doc(text).root().as_array().unwrap().is_unique();
+        assert!(unique("[1, 2, \"1\", [1], {\"a\": 1}]"));
+        assert!(!unique("[1, 1.0]"));
+        assert!(!unique(
+            "[{\"a\": [1], \"b\": 2}, {\"b\": 2, \"a\": [1.0]}]"
+        ));
+        let long: Vec<u32> = (0..100).collect();
+        assert!(unique(&serde_json::to_string(&long).unwrap()));
+        let mut repeated = long.clone();
+        repeated.push(7);
+        assert!(!unique(&serde_json::to_string(&repeated).unwrap()));
+    }
+
+    #[test]
+    fn guards_and_bad_text_are_refused() {
+        assert!(matches!(
+            parse(Source::Bytes(b"[[[["), 100, 3),
+            Err(ParseFailure::Guard(GuardViolation::ArgumentsTooDeep { .. }))
+        ));
+        assert!(matches!(
+            parse(Source::Bytes(b"{}"), 1, 3),
+            Err(ParseFailure::Guard(
+                GuardViolation::ArgumentsTooLarge { .. }
+            ))
+        ));
+        for bad in [
+            "{",
+            "{\"a\" 1}",
+            "[1,]",
+            "NaN",
+            "1e400",
+            "{} x",
+            "\"\\ud800\"",
+        ] {
+            assert!(
+                matches!(
+                    parse(Source::Text(bad), 100, 8),
+                    Err(ParseFailure::Invalid(_))
+                ),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            parse(Source::Bytes(b"  "), 100, 8).unwrap().to_value(0),
+            json!({})
+        );
+        assert!(parse(Source::Bytes(&[b'"', 0xff, b'"']), 100, 8).is_err());
+    }
+
+    #[test]
+    fn validates_through_the_crate() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"city": {"type": "string", "minLength": 2}, "tags": {"type": "array", "uniqueItems": true}},
+            "required": ["city"],
+            "additionalProperties": false
+        });
+        let validator = jsonschema::options_for::<Tape>().build(&schema).unwrap();
+        assert!(validator.is_valid(doc(r#"{"city": "Rome", "tags": [1, 2]}"#).root()));
+        assert!(!validator.is_valid(doc(r#"{"city": "R"}"#).root()));
+        assert!(!validator.is_valid(doc(r#"{"city": "Rome", "x": 1}"#).root()));
+        assert!(!validator.is_valid(doc(r#"{"city": "Rome", "tags": [1, 1]}"#).root()));
+        // The last of repeated keys is the one validated, as Python keeps it.
+        assert!(!validator.is_valid(doc(r#"{"city": "Rome", "city": "R"}"#).root()));
+        assert!(validator.is_valid(doc(r#"{"city": 5, "city": "Rome"}"#).root()));
+    }
+}
