@@ -207,11 +207,13 @@ impl<'py> PyReader<'py> {
 }
 
 /// Builds the Python value of node `at` (object keys from `keys` where they are found there).
+/// Sets `repeated` when an object of the document repeats a key (its dict came out smaller).
 pub(crate) fn build<'py>(
     py: Python<'py>,
     doc: &Document<'_>,
     at: u32,
     keys: Option<&KeyTable>,
+    repeated: &mut bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     Ok(match doc.entry(at) {
         Entry::Null => py.None().into_bound(py),
@@ -224,7 +226,7 @@ pub(crate) fn build<'py>(
             let elements = doc.array_elements(*start, *len);
             let mut built = Vec::with_capacity(elements.len());
             for &element in elements {
-                built.push(build(py, doc, element, keys)?);
+                built.push(build(py, doc, element, keys, repeated)?);
             }
             PyList::new(py, built)?.into_any()
         }
@@ -232,12 +234,13 @@ pub(crate) fn build<'py>(
             let dict = PyDict::new(py);
             for member in doc.object_members(*start, *len) {
                 let name = doc.text(&member.key);
-                let value = build(py, doc, member.value, keys)?;
+                let value = build(py, doc, member.value, keys, repeated)?;
                 match keys.and_then(|table| table.get(name)) {
                     Some(key) => dict.set_item(key.bind(py), value)?,
                     None => dict.set_item(PyString::new(py, name), value)?,
                 }
             }
+            *repeated |= dict.len() < *len as usize;
             dict.into_any()
         }
     })

@@ -7,7 +7,10 @@
 
 #![allow(clippy::needless_pass_by_value)]
 
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use ahash::AHashMap;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
@@ -19,7 +22,7 @@ use pyo3::sync::PyOnceLock;
 
 use crate::bindings::{ArgumentsError, SchemaGuardError, type_name};
 use crate::bindings_document::{KeyTable, Unreadable, build, key_table, with_python_document};
-use crate::document::{Document, ParseFailure, Source, Tape, parse};
+use crate::document::{Document, ParseFailure, Repeats, Source, Tape, parse};
 use crate::guards::{ALL_LIMITS, GuardViolation, Limits, scan_json};
 use crate::schema::{
     CompiledSchema, Issue, MAX_ISSUE_MESSAGE_BYTES, SchemaCache, collect_issues, cut,
@@ -170,11 +173,70 @@ fn issues_to_python((issues, total): (Vec<Issue>, usize)) -> Found {
 #[pyclass(frozen, module = "prism_tools._core", name = "SchemaValidator")]
 pub(crate) struct PySchemaValidator {
     cache: SchemaCache<Tape>,
+    memo: Mutex<Memo>,
+}
+
+/// The compiled schema of each schema object seen last (at most `max_compiled_schemas`), by
+/// identity: holding the schema keeps its address from being reused, and holding the compiled
+/// schema means an eviction from the LRU never leaves a known schema without its validator.
+#[derive(Default)]
+struct Memo {
+    by_address: AHashMap<usize, (Py<PyAny>, Py<PyCompiledSchema>)>,
+    /// Addresses in the order they were remembered (the oldest is forgotten first).
+    order: VecDeque<usize>,
+    hits: u64,
 }
 
 impl PySchemaValidator {
     fn limits(&self) -> &Limits {
         self.cache.limits()
+    }
+
+    fn memo(&self) -> std::sync::MutexGuard<'_, Memo> {
+        // Entries are whole (a panic cannot leave half of one), so a poisoned lock is taken over.
+        self.memo
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The compiled schema of `schema`: remembered by identity, or guarded, compiled (or found
+    /// in the LRU) and remembered.
+    fn compiled_for<'py>(
+        &self,
+        schema: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyCompiledSchema>> {
+        let py = schema.py();
+        let address = schema.as_ptr() as usize;
+        {
+            let mut memo = self.memo();
+            if let Some((held, compiled)) = memo.by_address.get(&address)
+                && held.bind(py).is(schema)
+            {
+                let compiled = compiled.bind(py).clone();
+                memo.hits += 1;
+                return Ok(compiled);
+            }
+        }
+        let compiled = Bound::new(py, self.compile(py, schema)?)?;
+        let mut forgotten = Vec::new();
+        {
+            let mut memo = self.memo();
+            while memo.order.len() >= self.limits().max_compiled_schemas {
+                let Some(oldest) = memo.order.pop_front() else {
+                    break;
+                };
+                forgotten.extend(memo.by_address.remove(&oldest));
+            }
+            let entry = (schema.clone().unbind(), compiled.clone().unbind());
+            if let Some(replaced) = memo.by_address.insert(address, entry) {
+                forgotten.push(replaced);
+            } else {
+                memo.order.push_back(address);
+            }
+        }
+        // Dropped after the lock is released: freeing a schema may run arbitrary Python code.
+        drop(forgotten);
+        Ok(compiled)
     }
 }
 
@@ -244,20 +306,24 @@ fn text_source<'a>(text: &'a Bound<'_, PyAny>) -> PyResult<Source<'a>> {
 
 /// Guards and parses argument text into a document whose root is an object.
 fn parse_document<'t>(limits: &Limits, source: Source<'t>) -> PyResult<Document<'t>> {
-    let doc = parse(source, limits.max_argument_bytes, limits.max_argument_depth).map_err(
-        |failure| match failure {
-            ParseFailure::Guard(violation) => arguments_error(
-                format!("Tool arguments were refused: {violation}"),
-                violation.code(),
-            ),
-            ParseFailure::Invalid(reason) => arguments_error(
-                format!(
-                    "Tool arguments are not valid JSON: {reason}. Send one complete JSON object."
-                ),
-                "invalid_json",
-            ),
-        },
-    )?;
+    // Repeated keys are left as written: building the dict finds them (`build_arguments`).
+    let repeats = Repeats::Leave;
+    let doc = parse(
+        source,
+        limits.max_argument_bytes,
+        limits.max_argument_depth,
+        repeats,
+    )
+    .map_err(|failure| match failure {
+        ParseFailure::Guard(violation) => arguments_error(
+            format!("Tool arguments were refused: {violation}"),
+            violation.code(),
+        ),
+        ParseFailure::Invalid(reason) => arguments_error(
+            format!("Tool arguments are not valid JSON: {reason}. Send one complete JSON object."),
+            "invalid_json",
+        ),
+    })?;
     if doc.root().as_object().is_none() {
         return Err(arguments_error(
             "Tool arguments must be a JSON object".into(),
@@ -292,6 +358,7 @@ impl PySchemaValidator {
         }
         Ok(Self {
             cache: SchemaCache::new(parsed),
+            memo: Mutex::new(Memo::default()),
         })
     }
 
@@ -388,13 +455,72 @@ impl PySchemaValidator {
     /// Parses argument text (guards first) into a dict; raises `ArgumentsError`.
     fn parse<'py>(&self, py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let doc = parse_document(self.limits(), text_source(text)?)?;
-        build(py, &doc, doc.root_index(), None)
+        // A dict resolves repeated keys by itself, and nothing validates this document.
+        build(py, &doc, doc.root_index(), None, &mut false)
     }
 
     /// `(hits, misses, maxsize, currsize)` of the compiled-schema cache.
     fn cache_info(&self) -> (u64, u64, usize, usize) {
         let info = self.cache.info();
-        (info.hits, info.misses, info.maxsize, info.currsize)
+        let remembered = self.memo().hits;
+        (
+            info.hits + remembered,
+            info.misses,
+            info.maxsize,
+            info.currsize,
+        )
+    }
+
+    /// The compiled schema of a schema object, remembered by identity (see `Memo`).
+    fn compiled<'py>(&self, schema: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyCompiledSchema>> {
+        self.compiled_for(schema)
+    }
+
+    /// `CompiledSchema.validate` of the compiled schema of `schema`, in one call.
+    #[pyo3(signature = (schema, instance, max_issues = 64))]
+    fn validate_with(
+        &self,
+        schema: &Bound<'_, PyAny>,
+        instance: &Bound<'_, PyAny>,
+        max_issues: usize,
+    ) -> PyResult<Option<Found>> {
+        Ok(self
+            .compiled_for(schema)?
+            .get()
+            .validate(instance, max_issues))
+    }
+
+    /// `CompiledSchema.parse_and_validate` of the compiled schema of `schema`, in one call.
+    #[pyo3(signature = (schema, text, max_issues = 64))]
+    #[allow(clippy::type_complexity)]
+    fn parse_and_validate_with<'py>(
+        &self,
+        schema: &Bound<'py, PyAny>,
+        text: &Bound<'py, PyAny>,
+        max_issues: usize,
+    ) -> PyResult<(Bound<'py, PyAny>, Option<Found>)> {
+        self.compiled_for(schema)?
+            .get()
+            .parse_and_validate(schema.py(), text, max_issues)
+    }
+
+    /// `CompiledSchema.report` of the compiled schema of `schema`, in one call.
+    #[pyo3(signature = (schema, instance, tool_name, max_message_bytes = 1024, max_issues = 256))]
+    fn report_with<'py>(
+        &self,
+        schema: &Bound<'py, PyAny>,
+        instance: &Bound<'py, PyAny>,
+        tool_name: &str,
+        max_message_bytes: usize,
+        max_issues: usize,
+    ) -> PyResult<Option<Report<'py>>> {
+        self.compiled_for(schema)?.get().report(
+            schema.py(),
+            instance,
+            tool_name,
+            max_message_bytes,
+            max_issues,
+        )
     }
 }
 
@@ -417,16 +543,24 @@ pub(crate) struct PyCompiledSchema {
 }
 
 impl PyCompiledSchema {
-    /// The Python arguments of a parsed document, keys from the schema's property names.
+    /// The Python arguments of a parsed document, keys from the schema's property names. The
+    /// dicts are built before validation: when one comes out smaller than its object (a key was
+    /// repeated), the document resolves its repeats as the dicts did, so the validator checks
+    /// exactly what the tool receives.
     fn build_arguments<'py>(
         &self,
         py: Python<'py>,
-        doc: &Document<'_>,
+        doc: &mut Document<'_>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let keys = self
             .keys
             .get_or_init(py, || key_table(py, &self.entry.property_names));
-        build(py, doc, doc.root_index(), Some(keys))
+        let mut repeated = false;
+        let arguments = build(py, doc, doc.root_index(), Some(keys), &mut repeated)?;
+        if repeated {
+            doc.resolve_repeats();
+        }
+        Ok(arguments)
     }
 }
 
@@ -456,13 +590,13 @@ impl PyCompiledSchema {
         text: &Bound<'py, PyAny>,
         max_issues: usize,
     ) -> PyResult<(Bound<'py, PyAny>, Option<Found>)> {
-        let doc = parse_document(&self.limits, text_source(text)?)?;
+        let mut doc = parse_document(&self.limits, text_source(text)?)?;
+        let arguments = self.build_arguments(py, &mut doc)?;
         let found = issues_to_python(collect_issues(
             &self.entry.validator,
             doc.root(),
             max_issues,
         ));
-        let arguments = self.build_arguments(py, &doc)?;
         Ok((arguments, (found.1 > 0).then_some(found)))
     }
 
@@ -492,9 +626,9 @@ impl PyCompiledSchema {
         max_message_bytes: usize,
         max_issues: usize,
     ) -> PyResult<(Bound<'py, PyAny>, Option<Report<'py>>)> {
-        let doc = parse_document(&self.limits, text_source(text)?)?;
+        let mut doc = parse_document(&self.limits, text_source(text)?)?;
+        let arguments = self.build_arguments(py, &mut doc)?;
         let found = collect_issues(&self.entry.validator, doc.root(), max_issues);
-        let arguments = self.build_arguments(py, &doc)?;
         Ok((
             arguments,
             report_of(py, tool_name, &found, max_message_bytes)?,

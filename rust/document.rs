@@ -166,8 +166,14 @@ impl<'s> Document<'s> {
         self.push(Entry::Array { start, len })
     }
 
+    /// Resolves repeated object keys of a document parsed with `Repeats::Leave`.
+    pub fn resolve_repeats(&mut self) {
+        self.sorted.clear();
+        self.finish(true);
+    }
+
     /// Indexes large objects and, when `keys_may_repeat`, resolves repeated keys (first
-    /// position, last value). Runs once, after every string can be read (`held` filled).
+    /// position, last value). Runs after every string can be read (`held` filled).
     pub fn finish(&mut self, keys_may_repeat: bool) {
         for at in 0..self.nodes.len() {
             let Entry::Object { start, len, .. } = self.nodes[at] else {
@@ -735,31 +741,53 @@ impl<'s> Source<'s> {
     }
 }
 
-/// Parses JSON text into a document, guards first. Empty (all-whitespace) text is an empty
-/// object.
+/// Whether `parse` resolves repeated object keys itself, or leaves them to a caller that learns
+/// of them on its own way (as building Python dicts does) and then calls
+/// `Document::resolve_repeats`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Repeats {
+    Resolve,
+    Leave,
+}
+
+/// Parses JSON text into a document, at most `max_bytes` long and `max_depth` containers deep
+/// (the parser stops at the first container too deep, so hostile nesting never reaches the
+/// stack). Empty (all-whitespace) text is an empty object.
 pub fn parse(
     source: Source<'_>,
     max_bytes: usize,
     max_depth: usize,
+    repeats: Repeats,
 ) -> Result<Document<'_>, ParseFailure> {
     let data = source.bytes();
-    scan_json(data, max_bytes, max_depth).map_err(ParseFailure::Guard)?;
-    // Most argument texts spend a few bytes a node; the guess saves the first regrowths.
-    let mut builder = Builder::with_capacity((data.len() / 6).clamp(8, 4096));
+    if data.len() > max_bytes {
+        return Err(ParseFailure::Guard(GuardViolation::ArgumentsTooLarge {
+            bytes: data.len(),
+            limit: max_bytes,
+        }));
+    }
+    // Argument text spends several bytes a node; the guess saves the first regrowths.
+    let mut builder = Builder::with_capacity((data.len() / 8).clamp(8, 4096), max_depth);
     if data.iter().all(u8::is_ascii_whitespace) {
         let mark = builder.members.len();
         builder.doc.close_object(&mut builder.members, mark);
         return Ok(builder.doc);
     }
-    match source {
-        Source::Text(text) => {
-            read_into(&mut builder, serde_json::Deserializer::from_str(text))?;
-        }
+    let read = match source {
+        Source::Text(text) => read_into(&mut builder, serde_json::Deserializer::from_str(text)),
         Source::Bytes(bytes) => {
-            read_into(&mut builder, serde_json::Deserializer::from_slice(bytes))?;
+            read_into(&mut builder, serde_json::Deserializer::from_slice(bytes))
         }
+    };
+    // Text that nests too deep is refused for its depth even where it is malformed before the
+    // parser reaches the limit (`{{{{...`): the byte scan decides, on this error path only.
+    if builder.too_deep || (read.is_err() && scan_json(data, max_bytes, max_depth).is_err()) {
+        return Err(ParseFailure::Guard(GuardViolation::ArgumentsTooDeep {
+            limit: max_depth,
+        }));
     }
-    builder.doc.finish(true);
+    read?;
+    builder.doc.finish(repeats == Repeats::Resolve);
     Ok(builder.doc)
 }
 
@@ -767,7 +795,8 @@ fn read_into<'s, R: serde_json::de::Read<'s>>(
     builder: &mut Builder<'s>,
     mut deserializer: serde_json::Deserializer<R>,
 ) -> Result<(), ParseFailure> {
-    // Depth is bounded by `scan_json` (256 at most), far below what would strain the stack.
+    // The visitor refuses a container past `max_depth` (256 at most) before descending into it,
+    // which bounds the parser's recursion.
     deserializer.disable_recursion_limit();
     Seed(builder)
         .deserialize(&mut deserializer)
@@ -780,15 +809,31 @@ struct Builder<'s> {
     doc: Document<'s>,
     members: Vec<Member<'s>>,
     elements: Vec<u32>,
+    depth: usize,
+    max_depth: usize,
+    too_deep: bool,
 }
 
 impl Builder<'_> {
-    fn with_capacity(nodes: usize) -> Self {
+    fn with_capacity(nodes: usize, max_depth: usize) -> Self {
         Self {
             doc: Document::with_capacity(nodes),
-            members: Vec::with_capacity(nodes / 2),
+            members: Vec::with_capacity(nodes / 2 + 4),
             elements: Vec::with_capacity(nodes / 4),
+            depth: 0,
+            max_depth,
+            too_deep: false,
         }
+    }
+
+    /// Enters a container; false (and the parse stops) when it would be too deep.
+    fn descend(&mut self) -> bool {
+        if self.depth >= self.max_depth {
+            self.too_deep = true;
+            return false;
+        }
+        self.depth += 1;
+        true
     }
 }
 
@@ -844,15 +889,22 @@ impl<'de> Visitor<'de> for Seed<'_, 'de> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<u32, A::Error> {
+        if !self.0.descend() {
+            return Err(serde::de::Error::custom("nested too deep"));
+        }
         let mark = self.0.elements.len();
         while let Some(element) = seq.next_element_seed(Seed(&mut *self.0))? {
             self.0.elements.push(element);
         }
         let builder = &mut *self.0;
+        builder.depth -= 1;
         Ok(builder.doc.close_array(&mut builder.elements, mark))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<u32, A::Error> {
+        if !self.0.descend() {
+            return Err(serde::de::Error::custom("nested too deep"));
+        }
         let mark = self.0.members.len();
         while let Some(key) = map.next_key_seed(KeySeed)? {
             let value = map.next_value_seed(Seed(&mut *self.0))?;
@@ -862,6 +914,7 @@ impl<'de> Visitor<'de> for Seed<'_, 'de> {
             });
         }
         let builder = &mut *self.0;
+        builder.depth -= 1;
         Ok(builder.doc.close_object(&mut builder.members, mark))
     }
 }
@@ -900,7 +953,7 @@ mod tests {
     use std::fmt::Write as _;
 
     fn doc(text: &str) -> Document<'_> {
-        parse(Source::Text(text), 1 << 20, 64).unwrap()
+        parse(Source::Text(text), 1 << 20, 64, Repeats::Resolve).unwrap()
     }
 
     #[test]
@@ -994,11 +1047,11 @@ mod tests {
     #[test]
     fn guards_and_bad_text_are_refused() {
         assert!(matches!(
-            parse(Source::Bytes(b"[[[["), 100, 3),
+            parse(Source::Bytes(b"[[[["), 100, 3, Repeats::Resolve),
             Err(ParseFailure::Guard(GuardViolation::ArgumentsTooDeep { .. }))
         ));
         assert!(matches!(
-            parse(Source::Bytes(b"{}"), 1, 3),
+            parse(Source::Bytes(b"{}"), 1, 3, Repeats::Resolve),
             Err(ParseFailure::Guard(
                 GuardViolation::ArgumentsTooLarge { .. }
             ))
@@ -1014,17 +1067,59 @@ mod tests {
         ] {
             assert!(
                 matches!(
-                    parse(Source::Text(bad), 100, 8),
+                    parse(Source::Text(bad), 100, 8, Repeats::Resolve),
                     Err(ParseFailure::Invalid(_))
                 ),
                 "{bad}"
             );
         }
         assert_eq!(
-            parse(Source::Bytes(b"  "), 100, 8).unwrap().to_value(0),
+            parse(Source::Bytes(b"  "), 100, 8, Repeats::Resolve)
+                .unwrap()
+                .to_value(0),
             json!({})
         );
-        assert!(parse(Source::Bytes(&[b'"', 0xff, b'"']), 100, 8).is_err());
+        assert!(parse(Source::Bytes(&[b'"', 0xff, b'"']), 100, 8, Repeats::Resolve).is_err());
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_at_the_limit() {
+        let deep = "[".repeat(100_000);
+        assert_eq!(
+            parse(Source::Text(&deep), 1 << 20, 64, Repeats::Resolve).err(),
+            Some(ParseFailure::Guard(GuardViolation::ArgumentsTooDeep {
+                limit: 64
+            }))
+        );
+        let at_limit = format!("{}{}", "[".repeat(64), "]".repeat(64));
+        assert!(parse(Source::Text(&at_limit), 1 << 20, 64, Repeats::Resolve).is_ok());
+        let past = format!("{}{}", "{\"a\":".repeat(65), "}".repeat(65));
+        assert!(matches!(
+            parse(Source::Text(&past), 1 << 20, 64, Repeats::Resolve),
+            Err(ParseFailure::Guard(GuardViolation::ArgumentsTooDeep { .. }))
+        ));
+        let malformed = "{".repeat(100_000);
+        assert!(matches!(
+            parse(Source::Text(&malformed), 1 << 20, 64, Repeats::Resolve),
+            Err(ParseFailure::Guard(GuardViolation::ArgumentsTooDeep { .. }))
+        ));
+        // Brackets inside strings are not nesting.
+        let quoted = format!("{{\"a\": \"{}\"}}", "[".repeat(500));
+        assert!(parse(Source::Text(&quoted), 1 << 20, 2, Repeats::Resolve).is_ok());
+    }
+
+    #[test]
+    fn repeats_left_for_the_caller_resolve_the_same_way() {
+        let text = r#"{"a": 1, "b": 2, "a": 3}"#;
+        let mut left = parse(Source::Text(text), 1 << 20, 64, Repeats::Leave).unwrap();
+        assert_eq!(left.root().as_object().unwrap().len(), 3);
+        left.resolve_repeats();
+        let resolved = doc(text);
+        assert_eq!(
+            left.to_value(left.root_index()),
+            resolved.to_value(resolved.root_index())
+        );
+        assert_eq!(left.root().as_object().unwrap().len(), 2);
     }
 
     #[test]

@@ -292,6 +292,8 @@ pub struct SchemaStats {
     pub depth: usize,
     pub keywords: usize,
     pub refs: usize,
+    /// `pattern` keywords and `patternProperties` entries of schema objects.
+    pub patterns: usize,
 }
 
 /// Keywords whose value is one subschema.
@@ -474,6 +476,18 @@ fn percent_decode(text: &str) -> String {
 
 /// Checks a parsed schema against every schema guard (see the module doc).
 pub fn check_schema(schema: &Value, limits: &Limits) -> Result<SchemaStats, GuardViolation> {
+    check_schema_with_names(schema, limits).map(|(stats, _)| stats)
+}
+
+/// Property names collected per schema, at most.
+pub const MAX_PROPERTY_NAMES: usize = 1024;
+
+/// `check_schema`, also returning the names under every `properties` of a schema object (at most
+/// `MAX_PROPERTY_NAMES`, repeats included), collected on the same walk.
+pub fn check_schema_with_names<'a>(
+    schema: &'a Value,
+    limits: &Limits,
+) -> Result<(SchemaStats, Vec<&'a str>), GuardViolation> {
     let mut walker = Walker {
         limits,
         stats: SchemaStats::default(),
@@ -483,10 +497,11 @@ pub fn check_schema(schema: &Value, limits: &Limits) -> Result<SchemaStats, Guar
         seen_as_schema: AHashSet::new(),
         stack: vec![Frame::root(schema)],
         trail: Trail::new(),
+        property_names: Vec::new(),
     };
     walker.run()?;
     check_alias_cycles(&walker.anchors, &walker.aliases, &walker.trail)?;
-    Ok(walker.stats)
+    Ok((walker.stats, walker.property_names))
 }
 
 /// One node waiting to be checked.
@@ -544,6 +559,7 @@ struct Walker<'a, 'l> {
     seen_as_schema: AHashSet<*const Value>,
     stack: Vec<Frame<'a>>,
     trail: Trail<'a>,
+    property_names: Vec<&'a str>,
 }
 
 impl<'a> Walker<'a, '_> {
@@ -704,6 +720,11 @@ impl<'a> Walker<'a, '_> {
             if let Value::Object(entries) = item {
                 self.enter(depth + 1, child_at)?;
                 self.count_keys(entries, child_at, count)?;
+                if key == "properties" && count {
+                    let room = MAX_PROPERTY_NAMES.saturating_sub(self.property_names.len());
+                    self.property_names
+                        .extend(entries.keys().take(room).map(String::as_str));
+                }
                 for (name, sub) in entries {
                     let at = self.trail.push(child_at, Step::Key(name));
                     // `dependencies` may map a name to an array of names (draft 7): not a schema.
@@ -796,10 +817,17 @@ impl<'a> Walker<'a, '_> {
                 alias_of = Some(reference.as_str());
             }
         }
-        let only_alias = !map
-            .keys()
-            .any(|key| VALIDATING_KEYWORDS.contains(&key.as_str()));
-        if let (Some(reference), true) = (alias_of, only_alias) {
+        if matches!(map.get("pattern"), Some(Value::String(_))) {
+            self.stats.patterns += 1;
+        }
+        if let Some(Value::Object(patterns)) = map.get("patternProperties") {
+            self.stats.patterns += patterns.len();
+        }
+        let only_alias = || {
+            !map.keys()
+                .any(|key| VALIDATING_KEYWORDS.contains(&key.as_str()))
+        };
+        if let Some(reference) = alias_of.filter(|_| only_alias()) {
             self.aliases.push(Alias {
                 node,
                 reference,

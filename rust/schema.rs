@@ -14,15 +14,16 @@ use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
 
 use jsonschema::json::{Json, SerdeJson};
-use jsonschema::{Draft, PatternOptions, Retrieve, Uri, Validator};
+use jsonschema::{Draft, PatternCache, PatternOptions, Retrieve, Uri, Validator};
 use lru::LruCache;
 use serde_json::Value;
 
-use crate::guards::{GuardViolation, Limits, check_schema};
+use crate::guards::{GuardViolation, Limits, check_schema_with_names};
 
-/// Regex program size limits for untrusted patterns (bytes of compiled program / lazy DFA).
-const REGEX_SIZE_LIMIT: usize = 1 << 20;
-const REGEX_DFA_SIZE_LIMIT: usize = 1 << 20;
+/// Pattern keywords compiled through one shared `PatternCache` before it is replaced by an
+/// empty one: the cache is what lets schemas that repeat a pattern compile it once, and the
+/// replacement is what keeps it bounded under a stream of schemas with new patterns.
+pub const MAX_SHARED_PATTERNS: usize = 4096;
 
 /// Refuses every external reference. The guards already refuse non-local `$ref`; this is the
 /// second lock on the same door.
@@ -59,26 +60,54 @@ pub fn draft_of(schema: &Value) -> Result<Draft, GuardViolation> {
 }
 
 /// Runs the guards and compiles a validator for instances in the JSON representation `F`
-/// (`serde_json` values here; Python objects read in place in the bindings).
+/// (`serde_json` values in the tests, argument documents in the bindings), sharing compiled
+/// patterns through `patterns` when given. Returns the validator and how many pattern keywords
+/// the schema holds.
+///
+/// Patterns run on the `regex` crate's linear-time engine under its own default size limits
+/// (10 MiB compiled program, 2 MiB lazy DFA cache per pattern). Limits of our own would make the
+/// crate compile every pattern in full at build time, where by default it matches simple
+/// patterns (`^[0-9]{4}$`) without a regex engine at all.
 pub fn build_validator<F: Json>(
     schema: &Value,
     limits: &Limits,
-) -> Result<Validator<F>, GuardViolation> {
-    check_schema(schema, limits)?;
+    patterns: Option<&PatternCache>,
+) -> Result<Built<F>, GuardViolation> {
+    let (stats, names) = check_schema_with_names(schema, limits)?;
     let draft = draft_of(schema)?;
-    jsonschema::options_for::<F>()
+    let mut options = jsonschema::options_for::<F>()
         .with_draft(draft)
         .with_retriever(DenyRetriever)
-        .with_pattern_options(
-            PatternOptions::regex()
-                .size_limit(REGEX_SIZE_LIMIT)
-                .dfa_size_limit(REGEX_DFA_SIZE_LIMIT),
-        )
-        .should_validate_formats(false)
+        .with_pattern_options(PatternOptions::regex())
+        .should_validate_formats(false);
+    if let Some(patterns) = patterns {
+        options = options.with_pattern_cache(patterns.clone());
+    }
+    let validator = options
         .build(schema)
         .map_err(|err| GuardViolation::InvalidSchema {
             reason: crate::guards::excerpt(&err.masked().to_string(), 300),
-        })
+        })?;
+    let mut seen = ahash::AHashSet::with_capacity(names.len());
+    let property_names = names
+        .into_iter()
+        .filter(|name| seen.insert(*name))
+        .map(Box::from)
+        .collect();
+    Ok(Built {
+        validator,
+        patterns: stats.patterns,
+        property_names,
+    })
+}
+
+/// A validator with what the guards learned of its schema.
+pub struct Built<F: Json> {
+    pub validator: Validator<F>,
+    /// Pattern keywords the schema holds.
+    pub patterns: usize,
+    /// Its property names, each once.
+    pub property_names: Box<[Box<str>]>,
 }
 
 /// One problem with an instance: where (JSON Pointer), which keyword, and a masked message that
@@ -182,37 +211,11 @@ pub fn report_message<'i>(
 /// A compiled schema with the canonical bytes it was built from (to tell digests apart).
 pub struct CompiledSchema<F: Json = SerdeJson> {
     pub validator: Validator<F>,
-    /// Every property name the schema declares (at most `MAX_PROPERTY_NAMES`): the keys that
-    /// arguments built for it will most likely hold.
+    /// The property names the schema declares, each once (from the first
+    /// `guards::MAX_PROPERTY_NAMES` met): the keys that arguments built for it will most likely
+    /// hold.
     pub property_names: Box<[Box<str>]>,
     canonical: Box<[u8]>,
-}
-
-/// Property names kept per compiled schema.
-pub const MAX_PROPERTY_NAMES: usize = 1024;
-
-/// The names under every `properties` of `schema`, each once, in the order first seen.
-pub fn property_names(schema: &Value) -> Box<[Box<str>]> {
-    let mut names: Vec<Box<str>> = Vec::new();
-    let mut seen = ahash::AHashSet::new();
-    let mut stack = vec![schema];
-    while let Some(node) = stack.pop() {
-        match node {
-            Value::Object(members) => {
-                if let Some(Value::Object(properties)) = members.get("properties") {
-                    for name in properties.keys() {
-                        if names.len() < MAX_PROPERTY_NAMES && seen.insert(name.as_str()) {
-                            names.push(name.as_str().into());
-                        }
-                    }
-                }
-                stack.extend(members.values());
-            }
-            Value::Array(items) => stack.extend(items),
-            _ => {}
-        }
-    }
-    names.into_boxed_slice()
 }
 
 /// Counters in `functools.lru_cache` style.
@@ -233,6 +236,8 @@ struct CacheState<F: Json> {
 /// Bounded, thread-safe cache of compiled validators keyed by a digest of canonical bytes.
 pub struct SchemaCache<F: Json = SerdeJson> {
     state: Mutex<CacheState<F>>,
+    /// Compiled patterns shared by every build, and how many pattern keywords went through it.
+    patterns: Mutex<(PatternCache, usize)>,
     hasher: ahash::RandomState,
     limits: Limits,
 }
@@ -247,6 +252,7 @@ impl<F: Json> SchemaCache<F> {
                 hits: 0,
                 misses: 0,
             }),
+            patterns: Mutex::new((PatternCache::new(), 0)),
             // Keys are seeded per process: nobody can aim a schema at another schema's key.
             hasher: ahash::RandomState::new(),
             limits,
@@ -305,10 +311,26 @@ impl<F: Json> SchemaCache<F> {
                 }
             }
         };
-        let validator = build_validator::<F>(schema, &self.limits)?;
+        let patterns = self
+            .patterns
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .0
+            .clone();
+        let built = build_validator::<F>(schema, &self.limits, Some(&patterns))?;
+        if built.patterns > 0 {
+            let mut shared = self
+                .patterns
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            shared.1 += built.patterns;
+            if shared.1 > MAX_SHARED_PATTERNS {
+                *shared = (PatternCache::new(), 0);
+            }
+        }
         let entry = Arc::new(CompiledSchema {
-            validator,
-            property_names: property_names(schema),
+            validator: built.validator,
+            property_names: built.property_names,
             canonical: canonical.into(),
         });
         if !collides {
@@ -318,6 +340,14 @@ impl<F: Json> SchemaCache<F> {
             drop(evicted);
         }
         Ok(entry)
+    }
+
+    /// Pattern keywords compiled through the current shared pattern cache.
+    pub fn shared_patterns(&self) -> usize {
+        self.patterns
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .1
     }
 
     /// Hit and miss counters, capacity and size.
@@ -349,7 +379,9 @@ mod tests {
             "required": ["city"],
             "additionalProperties": false
         });
-        let validator = build_validator::<SerdeJson>(&schema, &Limits::default()).unwrap();
+        let validator = build_validator::<SerdeJson>(&schema, &Limits::default(), None)
+            .unwrap()
+            .validator;
         let valid = json!({"city": "Paris"});
         assert!(collect_issues(&validator, &valid, 8).0.is_empty());
         let invalid = json!({"days": "sk-secret-value"});
@@ -371,10 +403,10 @@ mod tests {
     fn remote_refs_never_reach_the_retriever() {
         let schema = json!({"$ref": "http://127.0.0.1:1/schema.json"});
         assert_eq!(
-            build_validator::<SerdeJson>(&schema, &Limits::default())
-                .unwrap_err()
-                .code(),
-            "schema_ref_not_allowed"
+            build_validator::<SerdeJson>(&schema, &Limits::default(), None)
+                .err()
+                .map(|violation| violation.code()),
+            Some("schema_ref_not_allowed")
         );
     }
 
@@ -392,14 +424,18 @@ mod tests {
         assert!(draft_of(&json!({"$schema": "http://json-schema.org/draft-04/schema#"})).is_err());
         // Draft 7 semantics: `items` as an array is tuple validation.
         let tuple = json!({"$schema": "http://json-schema.org/draft-07/schema#", "items": [{"type": "string"}]});
-        let validator = build_validator::<SerdeJson>(&tuple, &Limits::default()).unwrap();
+        let validator = build_validator::<SerdeJson>(&tuple, &Limits::default(), None)
+            .unwrap()
+            .validator;
         assert!(!validator.is_valid(&json!([1])));
     }
 
     #[test]
     fn catastrophic_patterns_finish_fast() {
         let schema = json!({"type": "string", "pattern": "^(a+)+$"});
-        let validator = build_validator::<SerdeJson>(&schema, &Limits::default()).unwrap();
+        let validator = build_validator::<SerdeJson>(&schema, &Limits::default(), None)
+            .unwrap()
+            .validator;
         let input = Value::String(format!("{}!", "a".repeat(50_000)));
         let started = std::time::Instant::now();
         assert!(!validator.is_valid(&input));
@@ -432,6 +468,24 @@ mod tests {
         assert!(!Arc::ptr_eq(&first, &held[0]));
         assert!(held[0].validator.is_valid(&json!("")));
         assert!(!held[0].validator.is_valid(&json!("x")));
+    }
+
+    #[test]
+    fn the_shared_pattern_cache_is_replaced_before_it_grows_past_its_bound() {
+        let cache: SchemaCache = SchemaCache::new(Limits::default());
+        let mut most = 0;
+        for n in 0..MAX_SHARED_PATTERNS + 100 {
+            let schema = json!({"type": "string", "pattern": format!("^a{{{n}}}$")});
+            cache.compile(&schema, &canonical(&schema)).unwrap();
+            most = most.max(cache.shared_patterns());
+        }
+        assert!(most <= MAX_SHARED_PATTERNS);
+        assert!(cache.shared_patterns() < 200);
+        // A pattern compiled through a replaced cache still validates.
+        let schema = json!({"pattern": "^[0-9]{4}$"});
+        let entry = cache.compile(&schema, &canonical(&schema)).unwrap();
+        assert!(entry.validator.is_valid(&json!("2024")));
+        assert!(!entry.validator.is_valid(&json!("24")));
     }
 
     #[test]

@@ -26,6 +26,7 @@ __all__ = [
     "ToolSearchCapacityError",
     "ToolSearchIndex",
     "__version__",
+    "format_issue_report",
     "limit_table",
 ]
 
@@ -158,11 +159,31 @@ class SchemaValidator:
     def parse(self, text: str | bytes) -> dict[str, object]:
         """Guarded parse of argument text; raises ``ArgumentsError``."""
     def cache_info(self) -> tuple[int, int, int, int]: ...
+    def compiled(self, schema: object) -> CompiledSchema:
+        """The compiled schema of a schema object, remembered by identity."""
+    def validate_with(
+        self, schema: object, instance: object, max_issues: int = 64
+    ) -> tuple[list[_Issue], int] | None:
+        """``compiled(schema).validate(instance, max_issues)`` in one call."""
+    def parse_and_validate_with(
+        self, schema: object, text: str | bytes, max_issues: int = 64
+    ) -> tuple[dict[str, object], tuple[list[_Issue], int] | None]:
+        """``compiled(schema).parse_and_validate(text, max_issues)`` in one call."""
+    def report_with(
+        self,
+        schema: object,
+        instance: object,
+        tool_name: str,
+        max_message_bytes: int = 1024,
+        max_issues: int = 256,
+    ) -> _Report | None:
+        """``compiled(schema).report(...)`` in one call."""
 
 def format_issue_report(
     tool_name: str, issues: list[_Issue], total: int, max_message_bytes: int = 1024
 ) -> tuple[str, list[dict[str, str]]]:
     """The message and ``details`` issues a model sees for ``issues`` of ``tool_name``."""
+
 def limit_table() -> list[tuple[str, int, int]]:
     """``(name, default, ceiling)`` of every limit."""
 

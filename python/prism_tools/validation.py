@@ -13,7 +13,6 @@ after its first use keeps its old validator. Build a new dict instead.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -84,84 +83,54 @@ def _check_limits(limits: Mapping[str, Any]) -> dict[str, int]:
 class JsonSchemaAdapter:
     """A ``ToolArgumentValidator`` over the Rust core (see the module doc)."""
 
-    __slots__ = ("_core", "_lock", "_memo", "_memo_hits", "_memo_size", "limits")
+    __slots__ = ("_core", "limits")
 
     def __init__(self, **limits: int) -> None:
         self.limits: dict[str, int] = {
             name: default for name, (default, _) in LIMITS.items()
         } | _check_limits(limits)
+        # The core remembers each schema object's compiled validator (the last
+        # `max_compiled_schemas` of them, by identity), so every method below is one call into it.
         self._core = SchemaValidator(**self.limits)
-        # id(schema) -> (schema, compiled). Holding the schema keeps its id from being reused;
-        # holding the compiled schema means an eviction from the core's LRU never leaves a
-        # known schema without its validator.
-        self._memo: dict[int, tuple[object, CompiledSchema]] = {}
-        self._memo_size = self.limits["max_compiled_schemas"]
-        self._memo_hits = 0
-        self._lock = threading.Lock()  # taken on a first sight only, never on the hot path
 
     def compiled(self, schema: object) -> CompiledSchema:
         """The compiled validator of ``schema``; guards and compiles on first sight."""
-        entry = self._memo.get(id(schema))
-        if entry is not None and entry[0] is schema:
-            self._memo_hits += 1
-            return entry[1]
-        compiled = self._core.compile(schema)
-        with self._lock:
-            while len(self._memo) >= self._memo_size:
-                del self._memo[next(iter(self._memo))]  # oldest first: insertion order
-            self._memo[id(schema)] = (schema, compiled)
-        return compiled
+        return self._core.compiled(schema)
 
     def check_schema(self, schema: object) -> None:
         """Raise ``SchemaGuardError`` unless ``schema`` passes the guards and compiles."""
-        self.compiled(schema)
+        self._core.compiled(schema)
 
     def found(
         self, schema: object, value: Any, *, max_issues: int = MAX_ISSUES_IN_DETAILS
     ) -> Found:
         """Issues of ``value`` (the first ``max_issues``) and their total count."""
-        entry = self._memo.get(id(schema))
-        if entry is not None and entry[0] is schema:
-            self._memo_hits += 1
-            found = entry[1].validate(value, max_issues)
-        else:
-            found = self.compiled(schema).validate(value, max_issues)
+        found = self._core.validate_with(schema, value, max_issues)
         return VALID if found is None else found
 
     def validate(self, schema: Mapping[str, JSONValue] | bool, value: Any) -> list[ArgumentIssue]:
         """Issues of ``value`` against ``schema``; empty when valid."""
-        issues, _ = self.found(schema, value)
-        return [ArgumentIssue(*issue) for issue in issues] if issues else []
+        found = self._core.validate_with(schema, value, MAX_ISSUES_IN_DETAILS)
+        return [] if found is None else [ArgumentIssue(*issue) for issue in found[0]]
 
     def is_valid(self, schema: Mapping[str, JSONValue] | bool, value: Any) -> bool:
-        return self.found(schema, value, max_issues=1)[1] == 0
+        return self._core.validate_with(schema, value, 1) is None
 
     def parse_and_validate(
         self, schema: Mapping[str, JSONValue] | bool, text: str | bytes
     ) -> tuple[dict[str, JSONValue], list[ArgumentIssue]]:
         """Argument text to a dict and its issues against ``schema``, in one crossing: the text
-        is parsed straight into Python objects and validated in place. Raises
-        ``ArgumentsError`` when the text is not one JSON object within the limits."""
-        entry = self._memo.get(id(schema))
-        if entry is not None and entry[0] is schema:
-            self._memo_hits += 1
-            arguments, found = entry[1].parse_and_validate(text, MAX_ISSUES_IN_DETAILS)
-        else:
-            arguments, found = self.compiled(schema).parse_and_validate(text, MAX_ISSUES_IN_DETAILS)
-        if found is None:
-            return arguments, []
-        return arguments, [ArgumentIssue(*issue) for issue in found[0]]
+        is parsed into the core's argument document, validated there, and turned into Python
+        objects. Raises ``ArgumentsError`` when the text is not one JSON object within the
+        limits."""
+        arguments, found = self._core.parse_and_validate_with(schema, text, MAX_ISSUES_IN_DETAILS)
+        return arguments, [] if found is None else [ArgumentIssue(*issue) for issue in found[0]]
 
     def parse_and_find(
         self, schema: object, text: str | bytes
     ) -> tuple[dict[str, JSONValue], Found]:
         """``parse_and_validate`` with raw issues and their total count."""
-        entry = self._memo.get(id(schema))
-        if entry is not None and entry[0] is schema:
-            self._memo_hits += 1
-            arguments, found = entry[1].parse_and_validate(text, MAX_ISSUES_IN_DETAILS)
-        else:
-            arguments, found = self.compiled(schema).parse_and_validate(text, MAX_ISSUES_IN_DETAILS)
+        arguments, found = self._core.parse_and_validate_with(schema, text, MAX_ISSUES_IN_DETAILS)
         return arguments, VALID if found is None else found
 
     def parse(self, text: str | bytes) -> dict[str, JSONValue]:
@@ -169,10 +138,9 @@ class JsonSchemaAdapter:
         return self._core.parse(text)
 
     def cache_info(self) -> CacheInfo:
-        """Hits (schemas found already compiled, by this adapter or in the core's LRU), misses
+        """Hits (schemas found already compiled, by identity or in the core's LRU), misses
         (compilations), and the LRU's capacity and size."""
-        hits, misses, maxsize, currsize = self._core.cache_info()
-        return CacheInfo(hits + self._memo_hits, misses, maxsize, currsize)
+        return CacheInfo(*self._core.cache_info())
 
 
 def create_json_schema_adapter(**limits: int) -> JsonSchemaAdapter:
@@ -257,21 +225,15 @@ class ToolParameterValidator:
         adapter = self.adapter
         try:
             if type(adapter) is JsonSchemaAdapter:
-                entry = adapter._memo.get(id(schema))
-                if entry is not None and entry[0] is schema:
-                    # The common case, kept to one dict probe and one call into the core, which
-                    # validates and, for invalid arguments, writes the whole report.
-                    adapter._memo_hits += 1
-                    report = entry[1].report(
-                        args, tool.name, self.max_message_bytes, MAX_ISSUES_IN_DETAILS
-                    )
-                    return None if report is None else _invalid(*report)
-                else:
-                    issues, total = adapter.found(schema, args)
-            else:
-                described = adapter.validate(schema, args)
-                issues = [(i.path, i.keyword, i.message) for i in described]
-                total = len(issues)
+                # One call into the core: the compiled schema found by identity, the check and,
+                # for invalid arguments, the whole report.
+                report = adapter._core.report_with(
+                    schema, args, tool.name, self.max_message_bytes, MAX_ISSUES_IN_DETAILS
+                )
+                return None if report is None else _invalid(*report)
+            described = adapter.validate(schema, args)
+            issues = [(i.path, i.keyword, i.message) for i in described]
+            total = len(issues)
         except SchemaGuardError as err:
             return _guard_refusal(tool, err)
         if not total:
