@@ -586,7 +586,7 @@ def test_compile_ours(benchmark: Any, case: str) -> None:
 
 @pytest.mark.parametrize("case", CASES)
 def test_compile_ours_adapter(benchmark: Any, case: str) -> None:
-    """ours through the adapter: ``adapter.compiled(schema)`` (adds the Python memo)."""
+    """ours through the adapter: ``adapter.compiled(schema)`` (adds the identity memo)."""
     adapter = create_json_schema_adapter()
     schemas = varied(SCHEMAS[case], "adapter")
     adapter.compiled(next(schemas))
@@ -615,7 +615,7 @@ def test_compile_schema_copy_piece(benchmark: Any, case: str) -> None:
 
 
 def test_cache_hit_ours(benchmark: Any) -> None:
-    """ours: ``adapter.compiled(schema)`` on a schema compiled before (the adapter's memo)."""
+    """ours: ``adapter.compiled(schema)`` on a schema compiled before (the core's identity memo)."""
     adapter = fresh_adapter(SMALL_SCHEMA)
     before = adapter.cache_info()
     assert adapter.compiled(SMALL_SCHEMA) is adapter.compiled(SMALL_SCHEMA)

@@ -928,7 +928,11 @@ COMPILE_ROWS = (
     ),
 )
 CACHE_ROWS = (
-    ("test_cache_hit_ours", "**ours**", "`adapter.compiled(schema)`, schema compiled before"),
+    (
+        "test_cache_hit_ours",
+        "**ours**",
+        "`adapter.compiled(schema)`, schema compiled before (found by identity in the core)",
+    ),
     (
         "test_cache_hit_core_lru",
         "ours, the core's LRU",
@@ -974,20 +978,24 @@ Method:
   third. Times are per call. Rows marked "piece" time one part of our path on its own.
 """
 VALIDATION_NOTES = """
-Where the time goes, from the piece rows above: on the text path our parser alone takes
+Where the time goes, from the piece rows above. Argument text is parsed in Rust into a flat
+document (strings borrowed from the text), validated there with no call into Python, and then
+turned into Python objects: our parser alone (document and Python objects, no validation) takes
 {parse_small} (small) and {parse_large} (large) against {orjson_small} and {orjson_large} for
-`orjson.loads`: the parser makes a new Python string for every object key and runs the size and
-depth guard over the bytes first. The Python glue around the core call (the adapter's memo probe
-and frames) is the gap between "ours" and "core call only": {glue_small} (small). The error report
-is built in Python (`format_issues`: cutting each message, the `details` list, the `ErrorInfo`),
-the gap between "ours, full report" and `adapter.found`: {report_extra}. A compile runs the
-guards, converts the schema to a `serde_json::Value` and its canonical bytes for the cache key,
-builds the `jsonschema` crate validator with a linear-time regex engine, and drops the evicted
-validator. A cache hit through `adapter.compiled` is a Python method call with a dict probe; the
-target allows {two_pct} (2% of the small validation) where the floor row, a Python function that
-returns its argument, takes {floor}. While the floor is above the allowance no lookup behind a
-Python call can meet the target: the lookup has to leave the hot path (the compiled schema kept
-with the tool, or the memo probed inside the one Rust call that validates).
+`orjson.loads`, which builds its objects with direct CPython calls that the core's safe PyO3
+code does not make. The adapter's Python method around the core call is the gap between "ours"
+and "core call only": {glue_small} (small). The full report is written in Rust (message,
+`details` issues) and wrapped in an `ErrorInfo` in Python; it costs {report_extra} over
+`adapter.found`. A compile converts the schema to a `serde_json::Value`, runs the guards (which
+also collect the property names whose interned strings later key the built dicts), writes the
+canonical bytes for the cache key, builds the `jsonschema` crate validator with the linear-time
+`regex` engine and a pattern cache shared by the validator's compiles, and drops the evicted
+validator. A cache hit through `adapter.compiled` is a Python method calling the core, which
+finds the compiled schema by the schema object's identity under a short lock; the target allows
+{two_pct} (2% of the small validation) where the floor row, a Python function that returns its
+argument, takes {floor}. While the floor is above the allowance no lookup behind a Python call
+can meet the target; inside the calls that validate (`validate_with`, `report_with`), the same
+lookup is part of the one crossing.
 """
 
 
