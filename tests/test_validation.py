@@ -739,6 +739,28 @@ def test_catastrophic_pattern_properties_finish() -> None:
     assert [issue.path for issue in issues] == ["/aaaa"]
 
 
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize("pattern", ["(a{1000}){1000}", "^x+(b{2000}){800}$"])
+def test_a_pattern_past_the_regex_size_limits_is_refused_when_compiled(pattern: str) -> None:
+    for schema in (
+        {"type": "string", "pattern": pattern},
+        {"type": "object", "patternProperties": {pattern: {}}},
+    ):
+        assert guard_error(schema).reason == "schema_invalid"
+
+
+def test_patterns_shared_between_schemas_keep_their_own_meaning() -> None:
+    adapter = create_json_schema_adapter()
+    date = {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"}
+    again = {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$", "maxLength": 10}
+    other = {"type": "string", "pattern": "^[a-z]+$"}
+    assert adapter.is_valid(date, "2024-05-01")
+    assert adapter.is_valid(again, "2024-05-01")
+    assert not adapter.is_valid(again, "2024-05-1x")
+    assert adapter.is_valid(other, "abc")
+    assert not adapter.is_valid(other, "2024-05-01")
+
+
 # --- parse_tool_arguments ---------------------------------------------------------------------
 
 
