@@ -146,19 +146,6 @@ fn to_value(
     Ok(Value::Array(array))
 }
 
-fn text_bytes<'a>(text: &'a Bound<'_, PyAny>) -> PyResult<&'a [u8]> {
-    if let Ok(text) = text.cast::<PyString>() {
-        return text.to_str().map(str::as_bytes);
-    }
-    if let Ok(bytes) = text.cast::<PyBytes>() {
-        return Ok(bytes.as_bytes());
-    }
-    Err(PyTypeError::new_err(format!(
-        "JSON text must be str or bytes, got {}",
-        type_name(text)
-    )))
-}
-
 /// Issues as `(path, keyword, message)` tuples, and the total count (which may be larger).
 type Found = (Vec<(String, String, String)>, usize);
 
@@ -381,7 +368,7 @@ impl PySchemaValidator {
     fn compile(&self, py: Python<'_>, schema: &Bound<'_, PyAny>) -> PyResult<PyCompiledSchema> {
         let limits = *self.limits();
         let value = if schema.is_instance_of::<PyString>() || schema.is_instance_of::<PyBytes>() {
-            let data = text_bytes(schema)?;
+            let data = text_source(schema)?.bytes();
             // The limit applies to the canonical bytes (checked after parsing); raw text may be
             // pretty-printed, so only text far beyond the limit is refused unread.
             if data.len() > limits.max_schema_bytes.saturating_mul(RAW_SCHEMA_SLACK) {
