@@ -179,10 +179,10 @@ impl PyRegistry {
             CallCheck::Unknown => return Ok(CHECK_UNKNOWN),
             CallCheck::Denied(_) => return Ok(CHECK_DENIED),
         };
+        // Iterating the dict itself: `keys()` would build a list on every call.
         let is_object = arguments.cast_exact::<PyDict>().is_ok_and(|dict| {
-            dict.keys()
-                .iter()
-                .all(|key| key.is_exact_instance_of::<PyString>())
+            dict.iter()
+                .all(|(key, _)| key.is_exact_instance_of::<PyString>())
         });
         Ok(if is_object {
             slot
@@ -404,6 +404,34 @@ impl<'a, 'py> FromPyObject<'a, 'py> for PyBackedSecret {
     }
 }
 
+/// Most ledger row ids made in one call of `row_ids`.
+const MAX_ROW_IDS: usize = 65_536;
+
+/// Ledger row ids `<prefix><n in lowercase hex>` for `n` in `first..first + count`, a block per
+/// crossing: the dispatcher hands them out one at a time, and formatting each in Python cost
+/// about as much as the rest of building its row.
+#[pyfunction]
+fn row_ids(prefix: &str, first: u64, count: usize) -> PyResult<Vec<String>> {
+    use std::fmt::Write as _;
+    if count > MAX_ROW_IDS {
+        return Err(PyValueError::new_err(format!(
+            "at most {MAX_ROW_IDS} row ids can be made at once, not {count}"
+        )));
+    }
+    let end = u64::try_from(count)
+        .ok()
+        .and_then(|count| first.checked_add(count))
+        .ok_or_else(|| PyOverflowError::new_err("row id counter overflow"))?;
+    Ok((first..end)
+        .map(|n| {
+            let mut id = String::with_capacity(prefix.len() + 16);
+            id.push_str(prefix);
+            let _ = write!(id, "{n:x}");
+            id
+        })
+        .collect())
+}
+
 #[pymodule(gil_used = false)]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -416,6 +444,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyRegistry>()?;
     m.add_class::<PyToolFilter>()?;
     m.add_class::<PySecretMatcher>()?;
+    m.add_function(pyo3::wrap_pyfunction!(row_ids, m)?)?;
     m.add("SchemaGuardError", py.get_type::<SchemaGuardError>())?;
     m.add("ArgumentsError", py.get_type::<ArgumentsError>())?;
     m.add_class::<crate::bindings_schema::PySchemaValidator>()?;

@@ -788,3 +788,31 @@ async def test_empty_argument_text_is_an_empty_object(text: str) -> None:
     result, _, _ = await run(spy, ToolCall(id="call_1", name="echo", arguments=text))
     assert result.error is None
     assert spy.calls[0][0] == {}
+
+
+def test_core_row_ids_count_in_hex_from_the_first_number() -> None:
+    from prism_tools._core import row_ids
+
+    assert row_ids("p_", 254, 3) == ["p_fe", "p_ff", "p_100"]
+    assert row_ids("p_", 1, 0) == []
+
+
+def test_core_row_ids_refuse_huge_blocks_and_counter_overflow() -> None:
+    from prism_tools._core import row_ids
+
+    with pytest.raises(ValueError, match="at most 65536 row ids"):
+        row_ids("p_", 1, 65_537)
+    with pytest.raises(OverflowError, match="row id counter overflow"):
+        row_ids("p_", 2**64 - 2, 3)
+    with pytest.raises(OverflowError):
+        row_ids("p_", -1, 1)
+
+
+def test_dispatch_row_ids_are_fresh_across_a_block_boundary() -> None:
+    from prism_tools.dispatch import new_row_id
+
+    drawn = [new_row_id() for _ in range(600)]  # more than one block of 256
+    assert len(set(drawn)) == 600
+    assert all(ROW_ID.fullmatch(row_id) for row_id in drawn)
+    counters = [int(row_id.rsplit("_", 1)[1], 16) for row_id in drawn]
+    assert counters == sorted(counters)

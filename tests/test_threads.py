@@ -42,3 +42,20 @@ def test_concurrent_redaction() -> None:
         results = list(pool.map(redactor.redact, values))
     assert all("secret" not in repr(result) for result in results)
     assert values[0]["k"] == "0 alpha-secret"
+
+
+@pytest.mark.timeout(60)
+def test_row_ids_stay_unique_across_blocks_and_threads() -> None:
+    # Ids come from the core a block at a time; many threads draining blocks at once must
+    # never be handed the same id.
+    from prism_tools.dispatch import new_row_id
+
+    def draw(count: int) -> list[str]:
+        return [new_row_id() for _ in range(count)]
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        drawn = [row_id for batch in pool.map(draw, [700] * 16) for row_id in batch]
+    assert len(drawn) == 16 * 700
+    assert len(set(drawn)) == len(drawn)
+    prefixes = {row_id.rsplit("_", 1)[0] for row_id in drawn}
+    assert len(prefixes) == 1

@@ -28,6 +28,7 @@ __all__ = [
     "__version__",
     "format_issue_report",
     "limit_table",
+    "row_ids",
 ]
 
 __version__: Final[str]
@@ -234,3 +235,7 @@ class ToolSearchIndex:
     def max_query_bytes(self) -> int: ...
     def __len__(self) -> int: ...
     def __contains__(self, key: object, /) -> bool: ...
+
+def row_ids(prefix: str, first: int, count: int) -> list[str]:
+    """Ledger row ids ``<prefix><n in lowercase hex>`` for ``n`` from ``first``, ``count`` of
+    them (at most 65,536)."""

@@ -29,7 +29,7 @@ import itertools
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from types import CoroutineType
 from typing import Any, Protocol, cast
 
@@ -39,6 +39,7 @@ from prism_tools._core import (
     CHECK_UNKNOWN,
     SchemaValidator,
     ToolFilter,
+    row_ids,
 )
 from prism_tools._frozen import twin
 from prism_tools.effect_dispatch import UNKNOWN_OUTCOME, EffectClaim, prepare_effect
@@ -146,15 +147,26 @@ def now_iso() -> str:
     return cache[1]  # type: ignore[no-any-return]
 
 
-# Row ids: a random per-process prefix plus a counter. Unique across processes with
-# overwhelming probability and an order of magnitude cheaper than a uuid4 per row.
+# Row ids: a random per-process prefix plus a counter in hex. Unique across processes with
+# overwhelming probability and an order of magnitude cheaper than a uuid4 per row. The core makes
+# them a block at a time; a block taken by one thread is never handed to another, so ids stay
+# unique under threads (an id may be skipped, never repeated).
 _ROW_PREFIX = f"toolcall_{os.urandom(8).hex()}_"
-_row_counter = itertools.count(1)
+_ROW_ID_BLOCK = 256
+_row_id_blocks = itertools.count(1, _ROW_ID_BLOCK)
+_row_ids: Iterator[str] = iter(())
+
+
+def _next_row_id_block() -> str:
+    global _row_ids
+    block = iter(row_ids(_ROW_PREFIX, next(_row_id_blocks), _ROW_ID_BLOCK))
+    _row_ids = block
+    return next(block)
 
 
 def new_row_id() -> str:
-    """A fresh ledger row id (``toolcall_<16 hex>_<counter>``)."""
-    return f"{_ROW_PREFIX}{next(_row_counter):x}"
+    """A fresh ledger row id (``toolcall_<16 hex>_<counter in hex>``)."""
+    return next(_row_ids, None) or _next_row_id_block()
 
 
 async def _await_sink(outcome: Awaitable[None], event_type: str) -> None:
@@ -224,46 +236,91 @@ class _Audit:
             return _await_sink(outcome, event.type)
         return None
 
-    def lifecycle(
-        self,
-        type_: str,
-        call: ToolCall | None,
-        result: ToolResult | None,
-        metadata: Mapping[str, JSONValue] | None,
-    ) -> Awaitable[None] | None:
-        """Emit a ``tool_execution_started``/``finished`` event (the sink must be set), built in
-        place (see _frozen.twin): one call on the hot path instead of a build and an emit."""
+    def started(self, call: ToolCall) -> Awaitable[None] | None:
+        """The ``tool_execution_started`` event, then the ``started`` row (either may be off).
+
+        The hot path of every audited call, so both are built in place here (see
+        _frozen.twin): with a synchronous sink and ledger this is one call, not four.
+        """
         context = self.context
-        event = _EventTwin()
-        event.type = type_
-        event.session_id = context.session_id
-        event.run_id = context.run_id
-        event.call = call
-        event.result = result
-        event.metadata = metadata
-        event.tool_call_id = event.name = event.error = event.reason = event.progress = None
-        event.tool_name = event.record = event.data = None
-        event.__class__ = AgentEvent
-        return self.event(event)
+        if self.emit is not None:
+            event = _EventTwin()
+            event.type = "tool_execution_started"
+            event.session_id = context.session_id
+            event.run_id = context.run_id
+            event.call = call
+            event.tool_call_id = event.name = event.result = event.error = event.reason = None
+            event.progress = event.metadata = event.tool_name = event.record = event.data = None
+            event.__class__ = AgentEvent
+            pending = self.event(event)
+            if pending is not None:
+                return self._row_after(pending, call, "started", None)
+        if self.ledger is None:
+            return None
+        return self.store(self.record(call, "started", None, None))
+
+    def finished(self, call: ToolCall, result: ToolResult) -> Awaitable[None] | None:
+        """The ``tool_execution_finished`` event, then the ``finished`` row, as ``started``."""
+        context = self.context
+        if self.emit is not None:
+            elapsed = (_perf_counter_ns() - self.t0) // 1_000_000
+            event = _EventTwin()
+            event.type = "tool_execution_finished"
+            event.session_id = context.session_id
+            event.run_id = context.run_id
+            event.result = result
+            event.metadata = {"duration_ms": elapsed if elapsed > 0 else 0, "status": "finished"}
+            event.tool_call_id = event.name = event.call = event.error = event.reason = None
+            event.progress = event.tool_name = event.record = event.data = None
+            event.__class__ = AgentEvent
+            pending = self.event(event)
+            if pending is not None:
+                return self._row_after(pending, call, "finished", result)
+        if self.ledger is None:
+            return None
+        return self.store(self.record(call, "finished", result, None))
+
+    async def _row_after(
+        self,
+        pending: Awaitable[None],
+        call: ToolCall,
+        status: LedgerStatus,
+        result: ToolResult | None,
+    ) -> None:
+        # An asynchronous sink: its event is delivered before the row is appended.
+        await pending
+        if self.ledger is not None:
+            stored = self.store(self.record(call, status, result, None))
+            if stored is not None:
+                await stored
 
     def row(
         self,
         call: ToolCall,
         status: LedgerStatus,
         result: ToolResult | None = None,
-        *,
         reason: str | None = None,
-        progress: JSONValue = None,
-        progress_metadata: Mapping[str, JSONValue] | None = None,
-        progress_at: str | None = None,
     ) -> Awaitable[None] | None:
         """Append a ledger row (redacted); a refusal raises ``LedgerWriteError``."""
         if self.ledger is None:
             return None
+        return self.store(self.record(call, status, result, reason))
+
+    def record(
+        self,
+        call: ToolCall,
+        status: LedgerStatus,
+        result: ToolResult | None,
+        reason: str | None,
+        progress: JSONValue = None,
+        progress_metadata: Mapping[str, JSONValue] | None = None,
+        progress_at: str | None = None,
+    ) -> ToolCallRecord:
+        """A ledger row for ``call``, built in place (see _frozen.twin): cheaper than any call
+        that passes twenty fields."""
         context = self.context
-        # Built in place (see _frozen.twin): cheaper than any call that passes twenty fields.
         record = _RecordTwin()
-        record.id = f"{_ROW_PREFIX}{next(_row_counter):x}"  # new_row_id(), without the call
+        record.id = next(_row_ids, None) or _next_row_id_block()  # new_row_id(), inline
         record.session_id = context.session_id
         record.run_id = context.run_id
         record.tool_call_id = call.id
@@ -286,7 +343,7 @@ class _Audit:
         # entry_id and metadata are set by session layers, never by dispatch.
         record.entry_id = record.metadata = None
         record.__class__ = ToolCallRecord
-        return self.store(record)
+        return record  # type: ignore[no-any-return]
 
     def store(self, record: ToolCallRecord) -> Awaitable[None] | None:
         """Redact ``record`` if needed and append it to the ledger (which must be set)."""
@@ -327,11 +384,11 @@ class _Audit:
         )
         if pending is not None:
             await pending
-        pending = self.row(
-            call, "started", progress=value, progress_metadata=metadata, progress_at=now_iso()
-        )
-        if pending is not None:
-            await pending
+        if self.ledger is not None:
+            record = self.record(call, "started", None, None, value, metadata, now_iso())
+            pending = self.store(record)
+            if pending is not None:
+                await pending
 
     async def blocked(self, call: ToolCall, reason: BlockedReason, error: ErrorInfo) -> ToolResult:
         error = self.scrub(error)
@@ -351,7 +408,7 @@ class _Audit:
             )
             if pending is not None:
                 await pending
-        pending = self.row(call, "blocked", result=result, reason=reason)
+        pending = self.row(call, "blocked", result, reason)
         if pending is not None:
             await pending
         return result
@@ -372,7 +429,7 @@ class _Audit:
             )
             if pending is not None:
                 await pending
-        pending = self.row(call, "error", result=result)
+        pending = self.row(call, "error", result)
         if pending is not None:
             await pending
         return result
@@ -714,14 +771,9 @@ async def dispatch_tool_call(
         )
 
     if audit is not None:
-        if emit is not None:
-            pending = audit.lifecycle("tool_execution_started", call, None, None)
-            if pending is not None:
-                await pending
-        if ledger is not None:
-            pending = audit.row(call, "started")
-            if pending is not None:
-                await pending
+        pending = audit.started(call)
+        if pending is not None:
+            await pending
 
     if claim is not None:
         try:
@@ -791,14 +843,9 @@ async def dispatch_tool_call(
         return result
     if redactor is not None:
         result = redactor.redact(result)
-    if emit is not None:
-        pending = audit.lifecycle("tool_execution_finished", None, result, audit.timing("finished"))
-        if pending is not None:
-            await pending
-    if ledger is not None:
-        pending = audit.row(call, "finished", result)
-        if pending is not None:
-            await pending
+    pending = audit.finished(call, result)
+    if pending is not None:
+        await pending
     return result
 
 
