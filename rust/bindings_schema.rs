@@ -491,6 +491,27 @@ impl PySchemaValidator {
             .parse_and_validate(schema.py(), text, max_issues)
     }
 
+    /// `CompiledSchema.parse_and_report` of the compiled schema of `schema`, in one call: what
+    /// dispatch runs for argument text.
+    #[pyo3(signature = (schema, text, tool_name, max_message_bytes = 1024, max_issues = 256))]
+    #[allow(clippy::type_complexity)]
+    fn parse_and_report_with<'py>(
+        &self,
+        schema: &Bound<'py, PyAny>,
+        text: &Bound<'py, PyAny>,
+        tool_name: &str,
+        max_message_bytes: usize,
+        max_issues: usize,
+    ) -> PyResult<(Bound<'py, PyAny>, Option<Report<'py>>)> {
+        self.compiled_for(schema)?.get().parse_and_report(
+            schema.py(),
+            text,
+            tool_name,
+            max_message_bytes,
+            max_issues,
+        )
+    }
+
     /// `CompiledSchema.report` of the compiled schema of `schema`, in one call.
     #[pyo3(signature = (schema, instance, tool_name, max_message_bytes = 1024, max_issues = 256))]
     fn report_with<'py>(

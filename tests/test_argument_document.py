@@ -28,6 +28,7 @@ from prism_tools import (
     create_tool_registry,
     dispatch_tool_call,
 )
+from prism_tools.errors import ArgumentsError
 from prism_tools.validation import ArgumentIssue, format_issues
 
 CITY = {
@@ -212,3 +213,38 @@ def test_schemas_are_remembered_by_identity_and_bounded() -> None:
     after = adapter.cache_info()
     assert after.hits + after.misses == before.hits + before.misses + 3
     assert not adapter.is_valid(schemas[0], "x")
+
+
+def test_argument_text_is_parsed_and_reported_in_one_lookup_of_the_schema() -> None:
+    validator = create_json_schema_tool_argument_validator()
+    tool = ToolDefinition(name="weather", parameters=CITY)
+    compiled = validator.adapter.compiled(CITY)  # type: ignore[attr-defined]
+    before = validator.cache_info()
+
+    checked = validator.parse_checked(tool, '{"city": 7, "city": "a very long name"}')
+    assert checked is not None
+    arguments, problem = checked
+    assert arguments == {"city": "a very long name"}
+    expected = compiled.parse_and_report('{"city": "a very long name"}', "weather")
+    assert isinstance(problem, ErrorInfo)
+    assert (problem.message, problem.details) == (
+        expected[1][0],
+        {"issues": expected[1][1], "count": expected[1][2]},
+    )
+    assert validator.parse_checked(tool, b'{"city": "Oslo"}') == ({"city": "Oslo"}, None)
+    after = validator.cache_info()
+    assert (after.hits, after.misses) == (before.hits + 2, before.misses)
+
+
+def test_argument_text_for_a_refused_schema_is_still_read_as_text() -> None:
+    validator = create_json_schema_tool_argument_validator()
+    refused = ToolDefinition(name="remote", parameters={"$ref": "https://example.com/s.json"})
+    checked = validator.parse_checked(refused, '{"city": "Oslo"}')
+    assert checked is not None
+    arguments, problem = checked
+    assert arguments == {"city": "Oslo"}
+    assert isinstance(problem, ErrorInfo)
+    assert problem.code == "schema_guard"
+    assert problem.details == {"reason": "schema_ref_not_allowed"}
+    with pytest.raises(ArgumentsError):
+        validator.parse_checked(refused, '{"city": ')

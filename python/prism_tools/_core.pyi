@@ -179,6 +179,15 @@ class SchemaValidator:
         max_issues: int = 256,
     ) -> _Report | None:
         """``compiled(schema).report(...)`` in one call."""
+    def parse_and_report_with(
+        self,
+        schema: object,
+        text: str | bytes,
+        tool_name: str,
+        max_message_bytes: int = 1024,
+        max_issues: int = 256,
+    ) -> tuple[dict[str, object], _Report | None]:
+        """``compiled(schema).parse_and_report(...)`` in one call."""
 
 def format_issue_report(
     tool_name: str, issues: list[_Issue], total: int, max_message_bytes: int = 1024

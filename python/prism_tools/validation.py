@@ -254,12 +254,13 @@ class ToolParameterValidator:
         if type(adapter) is not JsonSchemaAdapter or schema is None:
             return None
         try:
-            compiled = adapter.compiled(schema)
+            arguments, report = adapter._core.parse_and_report_with(
+                schema, text, tool.name, self.max_message_bytes, MAX_ISSUES_IN_DETAILS
+            )
         except SchemaGuardError as err:
+            # The schema is refused before the text is read: parse it alone, so bad text is
+            # still reported as bad text.
             return adapter.parse(text), _guard_refusal(tool, err)
-        arguments, report = compiled.parse_and_report(
-            text, tool.name, self.max_message_bytes, MAX_ISSUES_IN_DETAILS
-        )
         return arguments, None if report is None else _invalid(*report)
 
     def cache_info(self) -> CacheInfo:
