@@ -149,8 +149,8 @@ def now_iso() -> str:
 
 # Row ids: a random per-process prefix plus a counter in hex. Unique across processes with
 # overwhelming probability and an order of magnitude cheaper than a uuid4 per row. The core makes
-# them a block at a time; a block taken by one thread is never handed to another, so ids stay
-# unique under threads (an id may be skipped, never repeated).
+# them a block at a time. Each id is taken from the shared block once, and a thread that finds
+# it empty takes a fresh block: under threads an id may be skipped, never repeated.
 _ROW_PREFIX = f"toolcall_{os.urandom(8).hex()}_"
 _ROW_ID_BLOCK = 256
 _row_id_blocks = itertools.count(1, _ROW_ID_BLOCK)
