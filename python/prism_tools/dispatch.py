@@ -236,49 +236,38 @@ class _Audit:
             return _await_sink(outcome, event.type)
         return None
 
-    def started(self, call: ToolCall) -> Awaitable[None] | None:
-        """The ``tool_execution_started`` event, then the ``started`` row (either may be off).
+    def lifecycle(self, call: ToolCall, result: ToolResult | None) -> Awaitable[None] | None:
+        """The ``tool_execution_started`` event and ``started`` row (``result`` None), or the
+        ``tool_execution_finished`` event and ``finished`` row; either half may be off.
 
-        The hot path of every audited call, so both are built in place here (see
-        _frozen.twin): with a synchronous sink and ledger this is one call, not four.
+        The hot path of every audited call, so the event is built in place here (see
+        _frozen.twin): with a synchronous sink and ledger each transition is one call.
         """
-        context = self.context
+        status: LedgerStatus = "started" if result is None else "finished"
         if self.emit is not None:
+            context = self.context
             event = _EventTwin()
-            event.type = "tool_execution_started"
             event.session_id = context.session_id
             event.run_id = context.run_id
-            event.call = call
-            event.tool_call_id = event.name = event.result = event.error = event.reason = None
-            event.progress = event.metadata = event.tool_name = event.record = event.data = None
+            if result is None:
+                event.type = "tool_execution_started"
+                event.call = call
+                event.result = event.metadata = None
+            else:
+                elapsed = (_perf_counter_ns() - self.t0) // 1_000_000
+                event.type = "tool_execution_finished"
+                event.call = None
+                event.result = result
+                event.metadata = {"duration_ms": elapsed if elapsed > 0 else 0, "status": status}
+            event.tool_call_id = event.name = event.error = event.reason = event.progress = None
+            event.tool_name = event.record = event.data = None
             event.__class__ = AgentEvent
             pending = self.event(event)
             if pending is not None:
-                return self._row_after(pending, call, "started", None)
+                return self._row_after(pending, call, status, result)
         if self.ledger is None:
             return None
-        return self.store(self.record(call, "started", None, None))
-
-    def finished(self, call: ToolCall, result: ToolResult) -> Awaitable[None] | None:
-        """The ``tool_execution_finished`` event, then the ``finished`` row, as ``started``."""
-        context = self.context
-        if self.emit is not None:
-            elapsed = (_perf_counter_ns() - self.t0) // 1_000_000
-            event = _EventTwin()
-            event.type = "tool_execution_finished"
-            event.session_id = context.session_id
-            event.run_id = context.run_id
-            event.result = result
-            event.metadata = {"duration_ms": elapsed if elapsed > 0 else 0, "status": "finished"}
-            event.tool_call_id = event.name = event.call = event.error = event.reason = None
-            event.progress = event.tool_name = event.record = event.data = None
-            event.__class__ = AgentEvent
-            pending = self.event(event)
-            if pending is not None:
-                return self._row_after(pending, call, "finished", result)
-        if self.ledger is None:
-            return None
-        return self.store(self.record(call, "finished", result, None))
+        return self.store(self.record(call, status, result, None))  # row(), one call fewer
 
     async def _row_after(
         self,
@@ -289,10 +278,9 @@ class _Audit:
     ) -> None:
         # An asynchronous sink: its event is delivered before the row is appended.
         await pending
-        if self.ledger is not None:
-            stored = self.store(self.record(call, status, result, None))
-            if stored is not None:
-                await stored
+        stored = self.row(call, status, result)
+        if stored is not None:
+            await stored
 
     def row(
         self,
@@ -300,11 +288,15 @@ class _Audit:
         status: LedgerStatus,
         result: ToolResult | None = None,
         reason: str | None = None,
+        progress: JSONValue = None,
+        progress_metadata: Mapping[str, JSONValue] | None = None,
+        progress_at: str | None = None,
     ) -> Awaitable[None] | None:
         """Append a ledger row (redacted); a refusal raises ``LedgerWriteError``."""
         if self.ledger is None:
             return None
-        return self.store(self.record(call, status, result, reason))
+        record = self.record(call, status, result, reason, progress, progress_metadata, progress_at)
+        return self.store(record)
 
     def record(
         self,
@@ -385,8 +377,7 @@ class _Audit:
         if pending is not None:
             await pending
         if self.ledger is not None:
-            record = self.record(call, "started", None, None, value, metadata, now_iso())
-            pending = self.store(record)
+            pending = self.row(call, "started", None, None, value, metadata, now_iso())
             if pending is not None:
                 await pending
 
@@ -771,7 +762,7 @@ async def dispatch_tool_call(
         )
 
     if audit is not None:
-        pending = audit.started(call)
+        pending = audit.lifecycle(call, None)
         if pending is not None:
             await pending
 
@@ -843,7 +834,7 @@ async def dispatch_tool_call(
         return result
     if redactor is not None:
         result = redactor.redact(result)
-    pending = audit.finished(call, result)
+    pending = audit.lifecycle(call, result)
     if pending is not None:
         await pending
     return result
