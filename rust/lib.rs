@@ -5,6 +5,10 @@
 //! extension module below: thin, frozen wrappers that hold only Rust data, one crossing per
 //! operation.
 
+#[cfg(feature = "python")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub mod document;
 pub mod errors;
 pub mod filter;
