@@ -773,6 +773,20 @@ pub fn parse(
         builder.doc.close_object(&mut builder.members, mark);
         return Ok(builder.doc);
     }
+    // Well-formed text is read directly; anything the direct reader does not take (malformed
+    // text, and a few rare forms it leaves to serde_json, see `Reader`) goes through serde_json,
+    // which then either reads it the same way or says exactly what is wrong.
+    let text = match source {
+        Source::Text(text) => Some(text),
+        Source::Bytes(bytes) => std::str::from_utf8(bytes).ok(),
+    };
+    if let Some(text) = text {
+        if Reader::read(text, &mut builder).is_some() {
+            builder.doc.finish(repeats == Repeats::Resolve);
+            return Ok(builder.doc);
+        }
+        builder.reset();
+    }
     let read = match source {
         Source::Text(text) => read_into(&mut builder, serde_json::Deserializer::from_str(text)),
         Source::Bytes(bytes) => {
@@ -824,6 +838,15 @@ impl Builder<'_> {
             max_depth,
             too_deep: false,
         }
+    }
+
+    /// Empties the builder for a second reading of the same text.
+    fn reset(&mut self) {
+        self.doc.clear();
+        self.members.clear();
+        self.elements.clear();
+        self.depth = 0;
+        self.too_deep = false;
     }
 
     /// Enters a container; false (and the parse stops) when it would be too deep.
@@ -919,6 +942,333 @@ impl<'de> Visitor<'de> for Seed<'_, 'de> {
     }
 }
 
+// ------------------------------------------------------------------------ the direct reader
+
+/// Bytes that end a plain run inside a string: the quote, the backslash, control characters.
+const STRING_STOP: [bool; 256] = {
+    let mut stop = [false; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        stop[byte] = true;
+        byte += 1;
+    }
+    stop[b'"' as usize] = true;
+    stop[b'\\' as usize] = true;
+    stop
+};
+
+/// Integers of more digits than this may not fit 64 bits (`serde_json` makes floats of those).
+const MAX_PLAIN_DIGITS: usize = 19;
+
+/// Reads JSON text straight into a document: one pass over the bytes, no visitor calls, strings
+/// without escapes borrowed. It answers `None` for malformed text and for the forms it leaves to
+/// `serde_json` so that both readings always agree: integers of more than 19 digits, `-0`, and
+/// numbers beyond the range of a float. What it accepts, it reads exactly as `serde_json` would
+/// (the property tests below compare the two on generated text).
+struct Reader<'b, 's> {
+    text: &'s str,
+    at: usize,
+    builder: &'b mut Builder<'s>,
+}
+
+impl<'b, 's> Reader<'b, 's> {
+    fn read(text: &'s str, builder: &'b mut Builder<'s>) -> Option<()> {
+        let mut reader = Reader {
+            text,
+            at: 0,
+            builder,
+        };
+        reader.value()?;
+        reader.skip_whitespace();
+        (reader.at == text.len()).then_some(())
+    }
+
+    fn bytes(&self) -> &'s [u8] {
+        self.text.as_bytes()
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.bytes().get(self.at).copied()
+    }
+
+    fn skip_whitespace(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.at += 1;
+        }
+    }
+
+    /// The next token after whitespace, which is then passed over.
+    fn next_token(&mut self) -> Option<u8> {
+        self.skip_whitespace();
+        let token = self.peek()?;
+        self.at += 1;
+        Some(token)
+    }
+
+    fn value(&mut self) -> Option<u32> {
+        self.skip_whitespace();
+        let entry = match self.peek()? {
+            b'{' => return self.object(),
+            b'[' => return self.array(),
+            b'"' => Entry::Str(Text::Str(self.string()?)),
+            b't' => self.literal("true", Entry::Bool(true))?,
+            b'f' => self.literal("false", Entry::Bool(false))?,
+            b'n' => self.literal("null", Entry::Null)?,
+            b'-' | b'0'..=b'9' => self.number()?,
+            _ => return None,
+        };
+        Some(self.builder.doc.push(entry))
+    }
+
+    fn literal(&mut self, word: &str, entry: Entry<'s>) -> Option<Entry<'s>> {
+        if !self.text[self.at..].starts_with(word) {
+            return None;
+        }
+        self.at += word.len();
+        Some(entry)
+    }
+
+    fn object(&mut self) -> Option<u32> {
+        if !self.builder.descend() {
+            return None;
+        }
+        self.at += 1;
+        let mark = self.builder.members.len();
+        self.skip_whitespace();
+        if self.peek()? == b'}' {
+            self.at += 1;
+        } else {
+            loop {
+                if self.next_token()? != b'"' {
+                    return None;
+                }
+                self.at -= 1;
+                let key = self.string()?;
+                if self.next_token()? != b':' {
+                    return None;
+                }
+                let value = self.value()?;
+                self.builder.members.push(Member {
+                    key: Text::Str(key),
+                    value,
+                });
+                match self.next_token()? {
+                    b',' => {}
+                    b'}' => break,
+                    _ => return None,
+                }
+            }
+        }
+        self.builder.depth -= 1;
+        let builder = &mut *self.builder;
+        Some(builder.doc.close_object(&mut builder.members, mark))
+    }
+
+    fn array(&mut self) -> Option<u32> {
+        if !self.builder.descend() {
+            return None;
+        }
+        self.at += 1;
+        let mark = self.builder.elements.len();
+        self.skip_whitespace();
+        if self.peek()? == b']' {
+            self.at += 1;
+        } else {
+            loop {
+                let element = self.value()?;
+                self.builder.elements.push(element);
+                match self.next_token()? {
+                    b',' => {}
+                    b']' => break,
+                    _ => return None,
+                }
+            }
+        }
+        self.builder.depth -= 1;
+        let builder = &mut *self.builder;
+        Some(builder.doc.close_array(&mut builder.elements, mark))
+    }
+
+    /// The end of the plain run of string bytes from `from`.
+    fn plain_run(&self, from: usize) -> usize {
+        plain_run(self.bytes(), from)
+    }
+
+    /// The string whose opening quote is at the cursor, borrowed unless it holds escapes.
+    fn string(&mut self) -> Option<Cow<'s, str>> {
+        let start = self.at + 1;
+        let end = self.plain_run(start);
+        match self.bytes().get(end)? {
+            b'"' => {
+                self.at = end + 1;
+                // Both ends sit on ASCII bytes, so the slice is on character boundaries.
+                Some(Cow::Borrowed(&self.text[start..end]))
+            }
+            b'\\' => self.escaped_string(start, end).map(Cow::Owned),
+            _ => None,
+        }
+    }
+
+    /// The rest of a string from its first escape at `end`, its plain start at `start`.
+    fn escaped_string(&mut self, start: usize, mut end: usize) -> Option<String> {
+        let bytes = self.bytes();
+        let mut decoded = String::with_capacity(end - start + 16);
+        decoded.push_str(&self.text[start..end]);
+        loop {
+            match bytes.get(end)? {
+                b'"' => {
+                    self.at = end + 1;
+                    return Some(decoded);
+                }
+                b'\\' => {
+                    let escape = *bytes.get(end + 1)?;
+                    end += 2;
+                    decoded.push(match escape {
+                        b'"' => '"',
+                        b'\\' => '\\',
+                        b'/' => '/',
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
+                        b'u' => {
+                            let (character, next) = unicode_escape(bytes, end)?;
+                            end = next;
+                            character
+                        }
+                        _ => return None,
+                    });
+                }
+                _ => return None,
+            }
+            let run = end;
+            end = self.plain_run(run);
+            decoded.push_str(&self.text[run..end]);
+        }
+    }
+
+    fn number(&mut self) -> Option<Entry<'s>> {
+        let bytes = self.bytes();
+        let start = self.at;
+        let negative = bytes[start] == b'-';
+        let digits = start + usize::from(negative);
+        let mut end = digits;
+        match bytes.get(end)? {
+            b'0' => end += 1,
+            b'1'..=b'9' => end = skip_digits(bytes, end),
+            _ => return None,
+        }
+        let integer_end = end;
+        if bytes.get(end) == Some(&b'.') {
+            end = skip_digits(bytes, end + 1);
+            if end == integer_end + 1 {
+                return None;
+            }
+        }
+        if let Some(b'e' | b'E') = bytes.get(end) {
+            end += 1;
+            if let Some(b'+' | b'-') = bytes.get(end) {
+                end += 1;
+            }
+            let exponent = end;
+            end = skip_digits(bytes, end);
+            if end == exponent {
+                return None;
+            }
+        }
+        self.at = end;
+        if end != integer_end {
+            let value: f64 = self.text[start..end].parse().ok()?;
+            return value.is_finite().then_some(Entry::Float(value));
+        }
+        let digits = &bytes[digits..integer_end];
+        if digits.len() > MAX_PLAIN_DIGITS {
+            return None;
+        }
+        let magnitude = digits
+            .iter()
+            .fold(0u64, |total, digit| total * 10 + u64::from(digit - b'0'));
+        if !negative {
+            return Some(Entry::UInt(magnitude));
+        }
+        // serde_json reads `-0` as a float and `-2^63` as the least 64-bit integer.
+        if magnitude == 0 || magnitude > 1 << 63 {
+            return None;
+        }
+        Some(Entry::Int(0i64.wrapping_sub_unsigned(magnitude)))
+    }
+}
+
+const EVERY_BYTE: u64 = 0x0101_0101_0101_0101;
+const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each byte of `word` below `limit` (at most 0x80). Bytes after the first such
+/// byte may be marked wrongly (a borrow runs on), so only the lowest mark is ever read.
+fn bytes_below(word: u64, limit: u8) -> u64 {
+    word.wrapping_sub(EVERY_BYTE * u64::from(limit)) & !word & HIGH_BITS
+}
+
+/// The end of the plain run of string bytes of `bytes` from `from`: eight bytes at a time while
+/// none of them stops it, then byte by byte.
+fn plain_run(bytes: &[u8], from: usize) -> usize {
+    let mut end = from;
+    while let Some(chunk) = bytes.get(end..end + 8) {
+        let Ok(chunk) = <[u8; 8]>::try_from(chunk) else {
+            break;
+        };
+        let word = u64::from_le_bytes(chunk);
+        let stops = bytes_below(word, 0x20)
+            | bytes_below(word ^ (EVERY_BYTE * u64::from(b'"')), 1)
+            | bytes_below(word ^ (EVERY_BYTE * u64::from(b'\\')), 1);
+        if stops != 0 {
+            return end + (stops.trailing_zeros() / 8) as usize;
+        }
+        end += 8;
+    }
+    while end < bytes.len() && !STRING_STOP[bytes[end] as usize] {
+        end += 1;
+    }
+    end
+}
+
+fn skip_digits(bytes: &[u8], mut at: usize) -> usize {
+    while let Some(b'0'..=b'9') = bytes.get(at) {
+        at += 1;
+    }
+    at
+}
+
+fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
+    bytes
+        .get(at..at + 4)?
+        .iter()
+        .try_fold(0u32, |value, &digit| {
+            Some(value * 16 + char::from(digit).to_digit(16)?)
+        })
+}
+
+/// The character of a `\u` escape whose hex digits start at `at` (with the low half of a
+/// surrogate pair), and where the text goes on. A lone surrogate is left to `serde_json`.
+fn unicode_escape(bytes: &[u8], at: usize) -> Option<(char, usize)> {
+    let first = hex4(bytes, at)?;
+    match first {
+        0xD800..=0xDBFF => {
+            if bytes.get(at + 4..at + 6)? != b"\\u" {
+                return None;
+            }
+            let second = hex4(bytes, at + 6)?;
+            if !(0xDC00..=0xDFFF).contains(&second) {
+                return None;
+            }
+            let code = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00);
+            Some((char::from_u32(code)?, at + 10))
+        }
+        0xDC00..=0xDFFF => None,
+        _ => Some((char::from_u32(first)?, at + 4)),
+    }
+}
+
 /// Object keys, borrowed from the text unless they hold escapes.
 struct KeySeed;
 
@@ -949,6 +1299,7 @@ impl<'de> Visitor<'de> for KeySeed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
     use std::fmt::Write as _;
 
@@ -1138,5 +1489,181 @@ mod tests {
         // The last of repeated keys is the one validated, as Python keeps it.
         assert!(!validator.is_valid(doc(r#"{"city": "Rome", "city": "R"}"#).root()));
         assert!(validator.is_valid(doc(r#"{"city": 5, "city": "Rome"}"#).root()));
+    }
+
+    // ---- the direct reader against serde_json ----
+
+    /// The document `serde_json`'s reading gives, or its message.
+    fn read_by_serde(text: &str) -> Result<String, String> {
+        let mut builder = Builder::with_capacity(8, 64);
+        read_into(&mut builder, serde_json::Deserializer::from_str(text))
+            .map_err(|failure| format!("{failure:?}"))?;
+        builder.doc.finish(true);
+        Ok(format!("{:?}", builder.doc))
+    }
+
+    /// The document the direct reader gives, if it takes the text.
+    fn read_directly(text: &str) -> Option<String> {
+        let mut builder = Builder::with_capacity(8, 64);
+        Reader::read(text, &mut builder)?;
+        builder.doc.finish(true);
+        Some(format!("{:?}", builder.doc))
+    }
+
+    /// Whatever the direct reader takes, `serde_json` reads to the same document.
+    fn agrees(text: &str) -> Result<(), String> {
+        match (read_directly(text), read_by_serde(text)) {
+            (None, _) => Ok(()),
+            (Some(direct), Ok(serde)) if direct == serde => Ok(()),
+            (Some(direct), other) => Err(format!("{text:?}: direct {direct} serde {other:?}")),
+        }
+    }
+
+    #[test]
+    fn the_direct_reader_takes_every_common_form() {
+        for text in [
+            r#"{"a": [1, -2, 3.5, -0.0, 1e3, 2E-2, "x\"y", true, false, null], "b": {"c": {}}}"#,
+            r#"{"é": "ü", "e\u0301": "\ud83d\ude00 \u00e9 \/ \\ \b\f\n\r\t"}"#,
+            "\t{ \"a\" :\r\n[ ] , \"b\":[ {} ] }\n",
+            r#"{"max": 9999999999999999999, "min": -9223372036854775808}"#,
+            r#"{"a": 1, "a": 2}"#,
+        ] {
+            assert!(read_directly(text).is_some(), "{text}");
+            agrees(text).unwrap();
+        }
+    }
+
+    #[test]
+    fn the_direct_reader_leaves_rare_and_malformed_text_to_serde() {
+        for text in [
+            // Rare forms serde_json reads its own way.
+            "{\"a\": 123456789012345678901}",
+            "{\"a\": -0}",
+            "{\"a\": 1e400}",
+            r#"{"a": "\ud800"}"#,
+            r#"{"a": "\udc00x"}"#,
+            // Malformed.
+            "{\"a\": 01}",
+            "{\"a\": 1.}",
+            "{\"a\": .5}",
+            "{\"a\": 1e}",
+            "{\"a\": -}",
+            "{\"a\": [1,]}",
+            "{\"a\": 1,}",
+            "{\"a\" 1}",
+            "{a: 1}",
+            "{\"a\": tru}",
+            "{\"a\": \"\u{1}\"}",
+            "{\"a\": \"\\x\"}",
+            "{\"a\": \"\\u12g4\"}",
+            "{\"a\": 1} x",
+            "{\"a\": \"unclosed",
+            "[1 2]",
+        ] {
+            assert!(read_directly(text).is_none(), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_plain_run_ends_at_the_first_stop_byte() {
+        for length in 0..26 {
+            for position in 0..=length {
+                for stop in [b'"', b'\\', 0, 0x1f] {
+                    // Bytes around the stops that a word-wide check could mistake for them.
+                    let mut bytes: Vec<u8> = (0..length)
+                        .map(|n| [b'a', 0x20, 0x7f, 0xc3, 0xa9, b'!', b'#', b']'][n % 8])
+                        .collect();
+                    if position < length {
+                        bytes[position] = stop;
+                    }
+                    assert_eq!(plain_run(&bytes, 0), position, "{bytes:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_direct_reader_stops_at_the_depth_limit() {
+        let mut builder = Builder::with_capacity(8, 3);
+        assert!(Reader::read("[[[1]]]", &mut builder).is_some());
+        let mut builder = Builder::with_capacity(8, 3);
+        assert!(Reader::read("[[[[1]]]]", &mut builder).is_none());
+        assert!(builder.too_deep);
+    }
+
+    /// JSON values with every kind of number the direct reader takes and strings of any text.
+    fn value_strategy() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (-1_000_000_000_000_000_000i64..1_000_000_000_000_000_000).prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |value| value.is_finite())
+                .prop_map(Value::from),
+            any::<String>().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec((any::<String>(), inner), 0..6)
+                    .prop_map(|members| Value::Object(members.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// A JSON string literal of `text` with each character written plainly or as `\u` escapes
+    /// (surrogate pairs beyond the basic plane), as `escape` says for it.
+    fn string_literal(text: &str, escape: &[bool]) -> String {
+        let mut literal = String::from("\"");
+        for (character, &escaped) in text.chars().zip(escape.iter().cycle()) {
+            if escaped || character < ' ' || character == '"' || character == '\\' {
+                let mut units = [0u16; 2];
+                for unit in character.encode_utf16(&mut units) {
+                    write!(literal, "\\u{unit:04x}").unwrap();
+                }
+            } else {
+                literal.push(character);
+            }
+        }
+        literal.push('"');
+        literal
+    }
+
+    proptest! {
+        #[test]
+        fn the_direct_reader_reads_generated_json_as_serde_does(
+            value in value_strategy(),
+            pretty in any::<bool>(),
+        ) {
+            let text = if pretty {
+                serde_json::to_string_pretty(&value).unwrap()
+            } else {
+                serde_json::to_string(&value).unwrap()
+            };
+            prop_assert!(read_directly(&text).is_some(), "refused {}", text);
+            prop_assert_eq!(agrees(&text), Ok(()));
+        }
+
+        #[test]
+        fn the_direct_reader_decodes_escapes_as_serde_does(
+            text in any::<String>(),
+            escape in prop::collection::vec(any::<bool>(), 1..8),
+        ) {
+            let json = format!("{{{}: {}}}", string_literal(&text, &escape), string_literal(&text, &[false]));
+            prop_assert!(read_directly(&json).is_some(), "refused {}", json);
+            prop_assert_eq!(agrees(&json), Ok(()));
+        }
+
+        #[test]
+        fn the_direct_reader_never_disagrees_with_serde_on_fragments(
+            pieces in prop::collection::vec(prop::sample::select(vec![
+                "{", "}", "[", "]", ":", ",", "\"", "\\", "u", "0", "1", "9", "-", "+", ".",
+                "e", "E", " ", "\n", "true", "false", "null", "\"a\"", "\\u00e9", "\\ud83d",
+                "\\ude00", "\\n", "é", "\u{1}", "\u{7f}",
+            ]), 0..40),
+        ) {
+            let text: String = pieces.concat();
+            prop_assert_eq!(agrees(&text), Ok(()));
+        }
     }
 }
