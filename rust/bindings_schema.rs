@@ -15,7 +15,7 @@ use ahash::AHashMap;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 use serde_json::{Map, Number, Value};
 
 use pyo3::sync::PyOnceLock;
@@ -489,6 +489,32 @@ impl PySchemaValidator {
         self.compiled_for(schema)?
             .get()
             .parse_and_validate(schema.py(), text, max_issues)
+    }
+
+    /// `JsonSchemaAdapter.parse_and_validate`, answered here so the adapter adds no Python frame:
+    /// `(dict, issues)`, the issues (at most `max_issues`) as `prism_tools.validation`
+    /// `ArgumentIssue` objects, an empty list when valid.
+    #[pyo3(signature = (schema, text, max_issues = 256))]
+    fn parse_and_list_issues<'py>(
+        &self,
+        schema: &Bound<'py, PyAny>,
+        text: &Bound<'py, PyAny>,
+        max_issues: usize,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyList>)> {
+        static ARGUMENT_ISSUE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+        let py = schema.py();
+        let (arguments, found) = self
+            .compiled_for(schema)?
+            .get()
+            .parse_and_validate(py, text, max_issues)?;
+        let issues = PyList::empty(py);
+        if let Some((found, _)) = found {
+            let issue = ARGUMENT_ISSUE.import(py, "prism_tools.validation", "ArgumentIssue")?;
+            for described in found {
+                issues.append(issue.call1(described)?)?;
+            }
+        }
+        Ok((arguments, issues))
     }
 
     /// `CompiledSchema.parse_and_report` of the compiled schema of `schema`, in one call: what

@@ -29,7 +29,7 @@ from prism_tools import (
     dispatch_tool_call,
 )
 from prism_tools.errors import ArgumentsError
-from prism_tools.validation import ArgumentIssue, format_issues
+from prism_tools.validation import MAX_ISSUES_IN_DETAILS, ArgumentIssue, format_issues
 
 CITY = {
     "type": "object",
@@ -53,6 +53,37 @@ def test_repeated_keys_are_validated_as_the_dict_keeps_them(text: str, valid: bo
     assert arguments == json.loads(text)
     assert list(arguments) == list(json.loads(text))
     assert (issues == []) is valid
+
+
+def test_parse_and_validate_lists_the_issues_validate_finds() -> None:
+    adapter = create_json_schema_adapter()
+    text = '{"city": "a very long name", "extra": [1, 2]}'
+    arguments, issues = adapter.parse_and_validate(CITY, text)
+    assert arguments == json.loads(text)
+    assert issues == adapter.validate(CITY, arguments)
+    assert issues
+    assert all(type(issue) is ArgumentIssue for issue in issues)
+    assert [issue.path for issue in issues] == ["/city"]
+
+
+def test_parse_and_validate_lists_at_most_the_details_limit() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"xs": {"type": "array", "items": {"type": "string"}}},
+    }
+    text = json.dumps({"xs": list(range(MAX_ISSUES_IN_DETAILS + 40))})
+    adapter = create_json_schema_adapter()
+    _, issues = adapter.parse_and_validate(schema, text)
+    assert len(issues) == MAX_ISSUES_IN_DETAILS
+    assert issues[0] == ArgumentIssue("/xs/0", "type", issues[0].message)
+    assert adapter.found(schema, json.loads(text))[1] == MAX_ISSUES_IN_DETAILS + 40
+
+
+def test_parse_and_validate_refuses_text_that_is_not_an_object() -> None:
+    adapter = create_json_schema_adapter()
+    for text in ("[1, 2]", '{"city": ', "\x00"):
+        with pytest.raises(ArgumentsError):
+            adapter.parse_and_validate(CITY, text)
 
 
 def test_repeated_keys_in_a_large_object_follow_the_same_rule() -> None:

@@ -1,7 +1,9 @@
 """Typed stub of the compiled core. Users import ``prism_tools``, not this module."""
 
 from collections.abc import Iterable, Sequence
-from typing import ClassVar, Final, Protocol, final
+from typing import Any, ClassVar, Final, Protocol, final
+
+from prism_tools.validation import ArgumentIssue
 
 __all__ = [
     "CHECK_DENIED",
@@ -170,6 +172,11 @@ class SchemaValidator:
         self, schema: object, text: str | bytes, max_issues: int = 64
     ) -> tuple[dict[str, object], tuple[list[_Issue], int] | None]:
         """``compiled(schema).parse_and_validate(text, max_issues)`` in one call."""
+    def parse_and_list_issues(
+        self, schema: object, text: str | bytes, max_issues: int = 256
+    ) -> tuple[dict[str, Any], list[ArgumentIssue]]:
+        """``JsonSchemaAdapter.parse_and_validate``: the dict and its issues as
+        ``ArgumentIssue`` objects (an empty list when valid)."""
     def report_with(
         self,
         schema: object,

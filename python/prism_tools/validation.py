@@ -13,7 +13,7 @@ after its first use keeps its old validator. Build a new dict instead.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal, NamedTuple, Protocol, TypeAlias
@@ -81,9 +81,21 @@ def _check_limits(limits: Mapping[str, Any]) -> dict[str, int]:
 
 
 class JsonSchemaAdapter:
-    """A ``ToolArgumentValidator`` over the Rust core (see the module doc)."""
+    """A ``ToolArgumentValidator`` over the Rust core (see the module doc).
 
-    __slots__ = ("_core", "limits")
+    ``parse_and_validate(schema, text)`` turns argument text into ``(dict, issues)`` in one
+    crossing: the text is parsed into the core's argument document, validated there, and turned
+    into Python objects; ``issues`` is a list of ``ArgumentIssue`` (empty when valid). Raises
+    ``ArgumentsError`` when the text is not one JSON object within the limits. It is the core's
+    method itself, bound per adapter, so the call costs no Python frame.
+    """
+
+    __slots__ = ("_core", "limits", "parse_and_validate")
+
+    parse_and_validate: Callable[
+        [Mapping[str, JSONValue] | bool, str | bytes],
+        tuple[dict[str, JSONValue], list[ArgumentIssue]],
+    ]
 
     def __init__(self, **limits: int) -> None:
         self.limits: dict[str, int] = {
@@ -92,6 +104,7 @@ class JsonSchemaAdapter:
         # The core remembers each schema object's compiled validator (the last
         # `max_compiled_schemas` of them, by identity), so every method below is one call into it.
         self._core = SchemaValidator(**self.limits)
+        self.parse_and_validate = self._core.parse_and_list_issues
 
     def compiled(self, schema: object) -> CompiledSchema:
         """The compiled validator of ``schema``; guards and compiles on first sight."""
@@ -115,16 +128,6 @@ class JsonSchemaAdapter:
 
     def is_valid(self, schema: Mapping[str, JSONValue] | bool, value: Any) -> bool:
         return self._core.validate_with(schema, value, 1) is None
-
-    def parse_and_validate(
-        self, schema: Mapping[str, JSONValue] | bool, text: str | bytes
-    ) -> tuple[dict[str, JSONValue], list[ArgumentIssue]]:
-        """Argument text to a dict and its issues against ``schema``, in one crossing: the text
-        is parsed into the core's argument document, validated there, and turned into Python
-        objects. Raises ``ArgumentsError`` when the text is not one JSON object within the
-        limits."""
-        arguments, found = self._core.parse_and_validate_with(schema, text, MAX_ISSUES_IN_DETAILS)
-        return arguments, [] if found is None else [ArgumentIssue(*issue) for issue in found[0]]
 
     def parse_and_find(
         self, schema: object, text: str | bytes
