@@ -1028,36 +1028,46 @@ impl<'b, 's> Reader<'b, 's> {
         Some(entry)
     }
 
-    fn object(&mut self) -> Option<u32> {
+    /// Enters the container whose opening bracket is at the cursor: `Some(true)` when it closes
+    /// at once with `close`, `None` when it would be too deep.
+    fn open(&mut self, close: u8) -> Option<bool> {
         if !self.builder.descend() {
             return None;
         }
         self.at += 1;
-        let mark = self.builder.members.len();
         self.skip_whitespace();
-        if self.peek()? == b'}' {
-            self.at += 1;
-        } else {
-            loop {
-                if self.next_token()? != b'"' {
-                    return None;
-                }
-                self.at -= 1;
-                let key = self.string()?;
-                if self.next_token()? != b':' {
-                    return None;
-                }
-                let value = self.value()?;
-                self.builder.members.push(Member {
-                    key: Text::Str(key),
-                    value,
-                });
-                match self.next_token()? {
-                    b',' => {}
-                    b'}' => break,
-                    _ => return None,
-                }
+        let empty = self.peek()? == close;
+        self.at += usize::from(empty);
+        Some(empty)
+    }
+
+    /// After a member or an element: `Some(false)` past a comma, `Some(true)` past `close`.
+    fn closes(&mut self, close: u8) -> Option<bool> {
+        match self.next_token()? {
+            b',' => Some(false),
+            token if token == close => Some(true),
+            _ => None,
+        }
+    }
+
+    fn object(&mut self) -> Option<u32> {
+        let mark = self.builder.members.len();
+        let mut closed = self.open(b'}')?;
+        while !closed {
+            if self.next_token()? != b'"' {
+                return None;
             }
+            self.at -= 1;
+            let key = self.string()?;
+            if self.next_token()? != b':' {
+                return None;
+            }
+            let value = self.value()?;
+            self.builder.members.push(Member {
+                key: Text::Str(key),
+                value,
+            });
+            closed = self.closes(b'}')?;
         }
         self.builder.depth -= 1;
         let builder = &mut *self.builder;
@@ -1065,24 +1075,12 @@ impl<'b, 's> Reader<'b, 's> {
     }
 
     fn array(&mut self) -> Option<u32> {
-        if !self.builder.descend() {
-            return None;
-        }
-        self.at += 1;
         let mark = self.builder.elements.len();
-        self.skip_whitespace();
-        if self.peek()? == b']' {
-            self.at += 1;
-        } else {
-            loop {
-                let element = self.value()?;
-                self.builder.elements.push(element);
-                match self.next_token()? {
-                    b',' => {}
-                    b']' => break,
-                    _ => return None,
-                }
-            }
+        let mut closed = self.open(b']')?;
+        while !closed {
+            let element = self.value()?;
+            self.builder.elements.push(element);
+            closed = self.closes(b']')?;
         }
         self.builder.depth -= 1;
         let builder = &mut *self.builder;
