@@ -157,6 +157,9 @@ def test_argument_text_round_trips_like_json_loads(arguments: dict[str, Any]) ->
     text = json.dumps(arguments, ensure_ascii=False)
     assert parse_tool_arguments(text) == json.loads(text)
     assert parse_tool_arguments(text.encode()) == json.loads(text)
+    # Every non-ASCII character as a \u escape (pairs beyond the basic plane), pretty-printed.
+    escaped = json.dumps(arguments, ensure_ascii=True, indent=2)
+    assert parse_tool_arguments(escaped) == json.loads(escaped)
 
 
 def container_depth(value: Any) -> int:
