@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Any, Literal, NamedTuple, Protocol, TypeAlias
 
 from prism_tools._core import CompiledSchema, SchemaValidator, format_issue_report, limit_table
+from prism_tools._frozen import builder
 from prism_tools.errors import SchemaGuardError
 from prism_tools.types import ErrorInfo, JSONValue, ToolDefinition, ToolExecutionContext
 
@@ -36,6 +37,8 @@ Found: TypeAlias = tuple[list[tuple[str, str, str]], int]
 """Issues as ``(path, keyword, message)`` (the first ``MAX_ISSUES_IN_DETAILS``) and how many
 there were in all."""
 VALID: Found = ([], 0)
+
+_build_error_info = builder(ErrorInfo)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,11 +155,12 @@ def create_json_schema_adapter(**limits: int) -> JsonSchemaAdapter:
 
 
 def _invalid(message: str, issues: list[dict[str, str]], total: int) -> ErrorInfo:
-    return ErrorInfo(
-        message=message,
-        code="invalid_tool_arguments",
-        name="ArgumentValidationError",
-        details={"issues": issues, "count": total},
+    # Positional build, no checks: every field is ours (a third of the cost of ErrorInfo(...)).
+    return _build_error_info(
+        message,
+        "invalid_tool_arguments",
+        "ArgumentValidationError",
+        {"issues": issues, "count": total},
     )
 
 
