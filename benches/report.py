@@ -985,8 +985,8 @@ turned into Python objects: our parser alone (document and Python objects, no va
 `orjson.loads`, which builds its objects with direct CPython calls that the core's safe PyO3
 code does not make. The adapter's `parse_and_validate` is the core's own method, so the gap
 between "ours" and "core call only" is finding the compiled schema by the schema object's
-identity and making the issue list: {glue_small} (small). The full report is written in Rust (message,
-`details` issues) and wrapped in an `ErrorInfo` in Python; it costs {report_extra} over
+identity and making the issue list: {glue_small} (small). The full report is written in Rust
+(message, `details` issues) and wrapped in an `ErrorInfo` in Python; it costs {report_extra} over
 `adapter.found`. A compile converts the schema to a `serde_json::Value`, runs the guards (which
 also collect the property names whose interned strings later key the built dicts), writes the
 canonical bytes for the cache key, builds the `jsonschema` crate validator with the linear-time
@@ -1190,8 +1190,9 @@ Query and build cost of `ToolSearchIndex` next to two Python BM25 libraries
 ours' k1 and b, both fed the tokens of the reference analyzer (`tests/reference/search.py`),
 computed once before timing; ours takes raw text and tokenises, stems and builds its hits inside
 every timed call (stems through the process's stem memo, which the first build warms, as a host
-rebuilding indexes over the same tools would). Catalogs are synthetic and seeded: a Zipf draw over English function words and
-generated words, so a few terms sit in most tools and most terms in very few. Each catalog has
+rebuilding indexes over the same tools would). Catalogs are synthetic and seeded: a Zipf draw
+over English function words and generated words, so a few terms sit in most tools and most
+terms in very few. Each catalog has
 64 queries of 5-15 words; search rows run all 64 per call and the times below are per query.
 "bm25s get_scores" scores the same way without `retrieve`'s wrapper and full `argpartition`.
 """
