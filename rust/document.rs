@@ -962,8 +962,8 @@ const MAX_PLAIN_DIGITS: usize = 19;
 
 /// Reads JSON text straight into a document: one pass over the bytes, no visitor calls, strings
 /// without escapes borrowed. It answers `None` for malformed text and for the forms it leaves to
-/// `serde_json` so that both readings always agree: integers of more than 19 digits, `-0`, and
-/// numbers beyond the range of a float. What it accepts, it reads exactly as `serde_json` would
+/// `serde_json` so that both readings always agree: integers of more than 19 digits, `-0`,
+/// numbers beyond the range of a float, and lone surrogate escapes. What it accepts, it reads exactly as `serde_json` would
 /// (the property tests below compare the two on generated text).
 struct Reader<'b, 's> {
     text: &'s str,
@@ -1087,15 +1087,10 @@ impl<'b, 's> Reader<'b, 's> {
         Some(builder.doc.close_array(&mut builder.elements, mark))
     }
 
-    /// The end of the plain run of string bytes from `from`.
-    fn plain_run(&self, from: usize) -> usize {
-        plain_run(self.bytes(), from)
-    }
-
     /// The string whose opening quote is at the cursor, borrowed unless it holds escapes.
     fn string(&mut self) -> Option<Cow<'s, str>> {
         let start = self.at + 1;
-        let end = self.plain_run(start);
+        let end = plain_run(self.bytes(), start);
         match self.bytes().get(end)? {
             b'"' => {
                 self.at = end + 1;
@@ -1141,7 +1136,7 @@ impl<'b, 's> Reader<'b, 's> {
                 _ => return None,
             }
             let run = end;
-            end = self.plain_run(run);
+            end = plain_run(bytes, run);
             decoded.push_str(&self.text[run..end]);
         }
     }

@@ -977,6 +977,11 @@ mod tests {
         ];
         let first = index(&tools);
         let second = index(&tools);
+        // Stem matches only (searching/searches, summaries, running/runs): the memo's stems
+        // must be the stemmer's, on the first build and on the rebuild.
+        assert_eq!(names(&second, "searching", 1), ["search_files"]);
+        assert_eq!(names(&second, "summaries", 1), ["summarize_text"]);
+        assert_eq!(names(&second, "running", 1), ["run_tests"]);
         for query in ["searching summaries", "running tests", "files"] {
             let scores = |built: &SearchIndex| {
                 built
