@@ -70,7 +70,7 @@ pub(crate) fn with_python_document<T>(
     let mut reader = PyReader {
         doc: Document::with_capacity(16),
         members: Vec::with_capacity(8),
-        elements: Vec::with_capacity(4),
+        elements: Vec::new(),
         holders: Vec::with_capacity(16),
         max_depth,
         max_nodes,

@@ -7,6 +7,7 @@
 
 #![allow(clippy::needless_pass_by_value)]
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
@@ -25,8 +26,8 @@ use crate::bindings_document::{KeyTable, Unreadable, build, key_table, with_pyth
 use crate::document::{Document, ParseFailure, Repeats, Source, Tape, parse};
 use crate::guards::{ALL_LIMITS, GuardViolation, Limits, scan_json};
 use crate::schema::{
-    CompiledSchema, Issue, MAX_ISSUE_MESSAGE_BYTES, SchemaCache, collect_issues, cut,
-    report_message,
+    CompiledSchema, Issue, KEYWORDS, MAX_ISSUE_MESSAGE_BYTES, SchemaCache, collect_issues, cut,
+    known_keyword, report_message,
 };
 use jsonschema::json::Node as _;
 
@@ -147,7 +148,7 @@ fn to_value(
 }
 
 /// Issues as `(path, keyword, message)` tuples, and the total count (which may be larger).
-type Found = (Vec<(String, String, String)>, usize);
+type Found = (Vec<(String, Cow<'static, str>, String)>, usize);
 
 fn issues_to_python((issues, total): (Vec<Issue>, usize)) -> Found {
     let described = issues
@@ -255,7 +256,7 @@ fn unreadable_issue(failure: Unreadable, limits: &Limits) -> (Vec<Issue>, usize)
     };
     let issue = Issue {
         path: String::new(),
-        keyword: keyword.to_owned(),
+        keyword: Cow::Borrowed(keyword),
         message,
     };
     (vec![issue], 1)
@@ -517,10 +518,9 @@ impl PySchemaValidator {
         Ok((arguments, issues))
     }
 
-    /// `CompiledSchema.parse_and_report` of the compiled schema of `schema`, in one call: what
-    /// dispatch runs for argument text.
+    /// `CompiledSchema.parse_and_report` of the compiled schema of `schema`, in one call, with the
+    /// report as the `ErrorInfo` a model sees: what dispatch runs for argument text.
     #[pyo3(signature = (schema, text, tool_name, max_message_bytes = 1024, max_issues = 256))]
-    #[allow(clippy::type_complexity)]
     fn parse_and_report_with<'py>(
         &self,
         schema: &Bound<'py, PyAny>,
@@ -528,17 +528,23 @@ impl PySchemaValidator {
         tool_name: &str,
         max_message_bytes: usize,
         max_issues: usize,
-    ) -> PyResult<(Bound<'py, PyAny>, Option<Report<'py>>)> {
-        self.compiled_for(schema)?.get().parse_and_report(
-            schema.py(),
+    ) -> PyResult<(Bound<'py, PyAny>, Option<Bound<'py, PyAny>>)> {
+        let py = schema.py();
+        let (arguments, report) = self.compiled_for(schema)?.get().parse_and_report(
+            py,
             text,
             tool_name,
             max_message_bytes,
             max_issues,
-        )
+        )?;
+        let problem = report
+            .map(|report| invalid_arguments_error(py, report))
+            .transpose()?;
+        Ok((arguments, problem))
     }
 
-    /// `CompiledSchema.report` of the compiled schema of `schema`, in one call.
+    /// `CompiledSchema.report` of the compiled schema of `schema`, in one call, as the
+    /// `ErrorInfo` a model sees; None when the instance is valid.
     #[pyo3(signature = (schema, instance, tool_name, max_message_bytes = 1024, max_issues = 256))]
     fn report_with<'py>(
         &self,
@@ -547,14 +553,13 @@ impl PySchemaValidator {
         tool_name: &str,
         max_message_bytes: usize,
         max_issues: usize,
-    ) -> PyResult<Option<Report<'py>>> {
-        self.compiled_for(schema)?.get().report(
-            schema.py(),
-            instance,
-            tool_name,
-            max_message_bytes,
-            max_issues,
-        )
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let py = schema.py();
+        self.compiled_for(schema)?
+            .get()
+            .report(py, instance, tool_name, max_message_bytes, max_issues)?
+            .map(|report| invalid_arguments_error(py, report))
+            .transpose()
     }
 }
 
@@ -673,6 +678,43 @@ impl PyCompiledSchema {
 /// A report of invalid arguments: the model's message, the issues as `details` dicts, the count.
 type Report<'py> = (String, Bound<'py, PyList>, usize);
 
+/// The `ErrorInfo` a model sees for invalid arguments: the report's message, code
+/// `invalid_tool_arguments`, and `details` with the issues and their count. Built here through
+/// the dataclass's positional builder (`prism_tools.validation._build_error_info`), so the
+/// validator returns it without a Python frame of its own.
+fn invalid_arguments_error<'py>(
+    py: Python<'py>,
+    (message, issues, total): Report<'py>,
+) -> PyResult<Bound<'py, PyAny>> {
+    static BUILD: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let build = BUILD.import(py, "prism_tools.validation", "_build_error_info")?;
+    let details = PyDict::new(py);
+    details.set_item(intern!(py, "issues"), issues)?;
+    details.set_item(intern!(py, "count"), total)?;
+    build.call1((
+        message,
+        intern!(py, "invalid_tool_arguments"),
+        intern!(py, "ArgumentValidationError"),
+        details,
+    ))
+}
+
+/// `keyword` as a Python string: one shared string for each keyword the crate reports.
+fn keyword_string<'py>(py: Python<'py>, keyword: &str) -> Bound<'py, PyString> {
+    static STRINGS: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
+    match known_keyword(keyword) {
+        Some(at) => STRINGS.get_or_init(py, || {
+            KEYWORDS
+                .iter()
+                .map(|known| PyString::intern(py, known).unbind())
+                .collect()
+        })[at]
+            .bind(py)
+            .clone(),
+        None => PyString::new(py, keyword),
+    }
+}
+
 /// The report of `issues` (`total` in all) for `tool_name`, every part cut to its limit.
 fn report<'py>(
     py: Python<'py>,
@@ -691,7 +733,7 @@ fn report<'py>(
     for &(path, keyword, text) in issues {
         let issue = PyDict::new(py);
         issue.set_item(intern!(py, "path"), path)?;
-        issue.set_item(intern!(py, "keyword"), keyword)?;
+        issue.set_item(intern!(py, "keyword"), keyword_string(py, keyword))?;
         issue.set_item(
             intern!(py, "message"),
             cut(text, MAX_ISSUE_MESSAGE_BYTES).as_ref(),
@@ -712,18 +754,12 @@ fn report_of<'py>(
     }
     let borrowed: Vec<(&str, &str, &str)> = issues
         .iter()
-        .map(|issue| {
-            (
-                issue.path.as_str(),
-                issue.keyword.as_str(),
-                issue.message.as_str(),
-            )
-        })
+        .map(|issue| (issue.path.as_str(), &*issue.keyword, issue.message.as_str()))
         .collect();
     report(py, tool_name, &borrowed, *total, max_message_bytes).map(Some)
 }
 
-/// The report a model sees for `issues` of tool `tool_name`: `(message, details issues)`.
+/// The `ErrorInfo` a model sees for `issues` (`total` in all) of tool `tool_name`.
 #[pyfunction]
 #[pyo3(signature = (tool_name, issues, total, max_message_bytes = 1024))]
 pub(crate) fn format_issue_report<'py>(
@@ -732,11 +768,11 @@ pub(crate) fn format_issue_report<'py>(
     issues: Vec<(String, String, String)>,
     total: usize,
     max_message_bytes: usize,
-) -> PyResult<(String, Bound<'py, PyList>)> {
+) -> PyResult<Bound<'py, PyAny>> {
     let borrowed: Vec<(&str, &str, &str)> = issues
         .iter()
         .map(|(path, keyword, message)| (path.as_str(), keyword.as_str(), message.as_str()))
         .collect();
-    let (message, details, _) = report(py, tool_name, &borrowed, total, max_message_bytes)?;
-    Ok((message, details))
+    let report = report(py, tool_name, &borrowed, total, max_message_bytes)?;
+    invalid_arguments_error(py, report)
 }

@@ -16,6 +16,7 @@ use std::borrow::Cow;
 
 use jsonschema::json::{Array, Json, JsonNumber, Node, NodeIdentity, Object, cmp};
 use jsonschema::types::JsonType;
+use jsonschema_value::LazyInstance;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
@@ -75,12 +76,14 @@ fn index(n: usize) -> u32 {
 }
 
 impl<'s> Document<'s> {
-    /// An empty document with room for about `nodes` nodes.
+    /// An empty document with room for about `nodes` nodes. Most of them are object members
+    /// in tool arguments; room for elements is left to the first array (many have none), which
+    /// saves an allocation and a free on every such call.
     pub fn with_capacity(nodes: usize) -> Self {
         Self {
             nodes: Vec::with_capacity(nodes),
-            members: Vec::with_capacity(nodes / 2),
-            elements: Vec::with_capacity(nodes / 4),
+            members: Vec::with_capacity(nodes),
+            elements: Vec::new(),
             sorted: Vec::new(),
             held: Vec::new(),
         }
@@ -175,6 +178,9 @@ impl<'s> Document<'s> {
     /// Indexes large objects and, when `keys_may_repeat`, resolves repeated keys (first
     /// position, last value). Runs after every string can be read (`held` filled).
     pub fn finish(&mut self, keys_may_repeat: bool) {
+        if !keys_may_repeat && self.members.len() <= INDEXED_OBJECT {
+            return; // no object is large enough to index
+        }
         for at in 0..self.nodes.len() {
             let Entry::Object { start, len, .. } = self.nodes[at] else {
                 continue;
@@ -503,6 +509,18 @@ impl Json for Tape {
     }
 }
 
+/// What a validation error about an object of a document holds as its instance: `null`. Errors
+/// are reported through their masked messages only (`schema::collect_issues`), so the object is
+/// never copied for them.
+fn object_not_kept(_bytes: &[u8], _tag: u32) -> Value {
+    Value::Null
+}
+
+/// The string value of a validation error about a string node, from the node's bytes.
+fn string_of_bytes(bytes: &[u8], _tag: u32) -> Value {
+    Value::String(String::from_utf8_lossy(bytes).into_owned())
+}
+
 /// One node of a document.
 #[derive(Debug, Clone, Copy)]
 pub struct DocNode<'a> {
@@ -591,6 +609,29 @@ impl<'a> Node<'a, Tape> for DocNode<'a> {
 
     fn to_value(&self) -> Cow<'a, Value> {
         Cow::Owned(self.doc.to_value(self.index))
+    }
+
+    /// The instance an error carries. The harness reads errors through their masked messages,
+    /// which never look at an object's instance, and copying the object into a serde value for
+    /// each error was a sixth of a report: an object's error carries `null` instead (see
+    /// `object_not_kept`). A string carries its own bytes, built only if read. Arrays stay eager:
+    /// the masked `additionalItems` message counts their items. Other scalars cost no allocation.
+    fn lazy_value(&self) -> LazyInstance<'a> {
+        match self.entry() {
+            Entry::Object { .. } => LazyInstance::Deferred {
+                bytes: &[],
+                tag: 0,
+                make: object_not_kept,
+                cell: std::sync::OnceLock::new(),
+            },
+            Entry::Str(text) => LazyInstance::Deferred {
+                bytes: self.doc.text(text).as_bytes(),
+                tag: 0,
+                make: string_of_bytes,
+                cell: std::sync::OnceLock::new(),
+            },
+            _ => LazyInstance::Ready(self.to_value()),
+        }
     }
 
     fn identity(&self) -> Option<NodeIdentity> {
@@ -832,8 +873,8 @@ impl Builder<'_> {
     fn with_capacity(nodes: usize, max_depth: usize) -> Self {
         Self {
             doc: Document::with_capacity(nodes),
-            members: Vec::with_capacity(nodes / 2 + 4),
-            elements: Vec::with_capacity(nodes / 4),
+            members: Vec::with_capacity(nodes),
+            elements: Vec::new(),
             depth: 0,
             max_depth,
             too_deep: false,

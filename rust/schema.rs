@@ -9,12 +9,15 @@
 //! the validator is an `Arc` cloned out before validation so the lock is never held while
 //! validating.
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::hash::{BuildHasher, Hasher};
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
 
+use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::json::{Json, SerdeJson};
-use jsonschema::{Draft, PatternCache, PatternOptions, Retrieve, Uri, Validator};
+use jsonschema::{Draft, PatternCache, PatternOptions, Retrieve, Uri, ValidationError, Validator};
 use lru::LruCache;
 use serde_json::Value;
 
@@ -115,8 +118,49 @@ pub struct Built<F: Json> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Issue {
     pub path: String,
-    pub keyword: String,
+    pub keyword: Cow<'static, str>,
     pub message: String,
+}
+
+/// The keywords the crate names its errors by, the most frequent in tool arguments first: an
+/// issue borrows its keyword from here, and the bindings keep one Python string of each.
+pub const KEYWORDS: [&str; 31] = [
+    "type",
+    "required",
+    "additionalProperties",
+    "enum",
+    "minimum",
+    "maximum",
+    "pattern",
+    "minLength",
+    "maxLength",
+    "format",
+    "const",
+    "minItems",
+    "maxItems",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "uniqueItems",
+    "anyOf",
+    "oneOf",
+    "not",
+    "falseSchema",
+    "minProperties",
+    "maxProperties",
+    "propertyNames",
+    "contains",
+    "additionalItems",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "contentEncoding",
+    "contentMediaType",
+    "$ref",
+];
+
+/// The position of `keyword` in `KEYWORDS`.
+pub fn known_keyword(keyword: &str) -> Option<usize> {
+    KEYWORDS.iter().position(|known| *known == keyword)
 }
 
 /// Up to `max` issues of `instance` against `validator`; empty when valid.
@@ -139,15 +183,169 @@ where
     for error in validator.iter_errors(instance) {
         total += 1;
         if issues.len() < max {
+            // Room for most messages up front: `to_string` would grow the string from empty,
+            // reallocating three or four times per message.
+            let mut message = String::with_capacity(MESSAGE_ROOM);
+            write_masked_message(&mut message, &error);
             issues.push(Issue {
                 path: error.instance_path().as_str().to_owned(),
-                keyword: error.kind().keyword().to_owned(),
-                message: error.masked().to_string(),
+                keyword: {
+                    let keyword = error.kind().keyword();
+                    known_keyword(keyword).map_or_else(
+                        || Cow::Owned(keyword.to_owned()),
+                        |at| Cow::Borrowed(KEYWORDS[at]),
+                    )
+                },
+                message,
             });
         }
     }
     (issues, total)
 }
+
+/// Appends `error`'s masked message, the text `error.masked()` displays: written here for the
+/// kinds tool arguments meet most (the formatting machinery was a tenth of a report), through the
+/// crate's formatter for every other kind. Tests hold the two to the same text.
+pub fn write_masked_message(out: &mut String, error: &ValidationError<'_>) {
+    let start = out.len();
+    if !write_common_message(out, error.kind()) {
+        out.truncate(start);
+        let _ = write!(out, "{}", error.masked());
+    }
+}
+
+/// The common kinds of `write_masked_message`; false (with anything written left to discard)
+/// for the others.
+fn write_common_message(out: &mut String, kind: &ValidationErrorKind) -> bool {
+    use ValidationErrorKind as Kind;
+    match kind {
+        Kind::Type {
+            kind: TypeKind::Single(expected),
+        } => {
+            out.push_str("value is not of type \"");
+            out.push_str(expected.as_str());
+            out.push('"');
+            true
+        }
+        Kind::Required { property } => {
+            push_plain_json(out, property) && {
+                out.push_str(" is a required property");
+                true
+            }
+        }
+        Kind::AdditionalProperties { unexpected } => {
+            out.push_str("Additional properties are not allowed (");
+            for (at, name) in unexpected.iter().enumerate() {
+                if at > 0 {
+                    out.push_str(", ");
+                }
+                out.push('\'');
+                out.push_str(name);
+                out.push('\'');
+            }
+            out.push_str(if unexpected.len() == 1 {
+                " was unexpected)"
+            } else {
+                " were unexpected)"
+            });
+            true
+        }
+        Kind::Enum { options } => write_enum_message(out, options),
+        Kind::Maximum { limit } => push_limit(out, "value is greater than the maximum of ", limit),
+        Kind::Minimum { limit } => push_limit(out, "value is less than the minimum of ", limit),
+        Kind::ExclusiveMaximum { limit } => push_limit(
+            out,
+            "value is greater than or equal to the maximum of ",
+            limit,
+        ),
+        Kind::ExclusiveMinimum { limit } => {
+            push_limit(out, "value is less than or equal to the minimum of ", limit)
+        }
+        Kind::MaxLength { limit } => push_count(out, "value is longer than ", *limit, "character"),
+        Kind::MinLength { limit } => push_count(out, "value is shorter than ", *limit, "character"),
+        Kind::Pattern { pattern } => {
+            out.push_str("value does not match \"");
+            out.push_str(pattern);
+            out.push('"');
+            true
+        }
+        _ => false,
+    }
+}
+
+/// "value is not one of a, b or c", or the first two and "or N other candidates" past three.
+fn write_enum_message(out: &mut String, options: &Value) -> bool {
+    const SHOWN_IN_FULL: usize = 3;
+    let Some(options) = options.as_array() else {
+        return false;
+    };
+    out.push_str("value is not one of ");
+    let count = options.len();
+    let shown = if count <= SHOWN_IN_FULL {
+        count
+    } else {
+        SHOWN_IN_FULL - 1
+    };
+    for (at, option) in options.iter().take(shown).enumerate() {
+        if at > 0 {
+            out.push_str(if count <= SHOWN_IN_FULL && at == count - 1 {
+                " or "
+            } else {
+                ", "
+            });
+        }
+        if !push_plain_json(out, option) {
+            return false;
+        }
+    }
+    if count > SHOWN_IN_FULL {
+        let _ = write!(out, " or {} other candidates", count - shown);
+    }
+    true
+}
+
+fn push_limit(out: &mut String, text: &str, limit: &Value) -> bool {
+    out.push_str(text);
+    push_plain_json(out, limit)
+}
+
+fn push_count(out: &mut String, text: &str, limit: u64, unit: &str) -> bool {
+    out.push_str(text);
+    let _ = write!(out, "{limit} {unit}");
+    if limit != 1 {
+        out.push('s');
+    }
+    true
+}
+
+/// Appends `value` as compact JSON (as `Value`'s `Display` writes it) when it is a number, a
+/// boolean, null or a string with nothing to escape; false for anything else.
+fn push_plain_json(out: &mut String, value: &Value) -> bool {
+    match value {
+        Value::Number(number) => {
+            let _ = write!(out, "{number}");
+            true
+        }
+        Value::String(text) if !text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') => {
+            out.push('"');
+            out.push_str(text);
+            out.push('"');
+            true
+        }
+        Value::Bool(flag) => {
+            out.push_str(if *flag { "true" } else { "false" });
+            true
+        }
+        Value::Null => {
+            out.push_str("null");
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Bytes reserved for one issue's message before it is written (most fit).
+const MESSAGE_ROOM: usize = 96;
 
 /// Issues a report's message names; the rest are counted.
 pub const MAX_ISSUES_IN_MESSAGE: usize = 8;
@@ -159,15 +357,15 @@ const MAX_TOOL_NAME_BYTES: usize = 128;
 const SUFFIX_ROOM: usize = 24;
 
 /// `text` cut to at most `limit` bytes on a character boundary, with "..." marking the cut.
-pub fn cut(text: &str, limit: usize) -> std::borrow::Cow<'_, str> {
+pub fn cut(text: &str, limit: usize) -> Cow<'_, str> {
     if text.len() <= limit {
-        return std::borrow::Cow::Borrowed(text);
+        return Cow::Borrowed(text);
     }
     let mut end = limit.saturating_sub(3);
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    std::borrow::Cow::Owned(format!("{}...", &text[..end]))
+    Cow::Owned(format!("{}...", &text[..end]))
 }
 
 /// The message a model sees for invalid arguments of `tool_name`: the first issues (at most
@@ -179,11 +377,14 @@ pub fn report_message<'i>(
     total: usize,
     max_bytes: usize,
 ) -> String {
-    use std::fmt::Write as _;
-    let mut message = format!(
-        "Invalid arguments for tool {}: ",
-        cut(tool_name, MAX_TOOL_NAME_BYTES)
-    );
+    const PREFIX: &str = "Invalid arguments for tool ";
+    let tool_name = cut(tool_name, MAX_TOOL_NAME_BYTES);
+    // Written with `push_str` into room reserved once: the formatting machinery and regrowth
+    // were a tenth of a report.
+    let mut message = String::with_capacity(max_bytes.clamp(PREFIX.len() + 64, 4096));
+    message.push_str(PREFIX);
+    message.push_str(&tool_name);
+    message.push_str(": ");
     let mut used = message.len();
     let mut shown = 0;
     for (path, text) in issues.into_iter().take(MAX_ISSUES_IN_MESSAGE) {
@@ -197,13 +398,18 @@ pub fn report_message<'i>(
         if shown > 0 {
             message.push_str("; ");
         }
-        let _ = write!(message, "{path}: {text}");
+        message.push_str(path);
+        message.push_str(": ");
+        message.push_str(&text);
         used += cost;
         shown += 1;
     }
     let hidden = total.saturating_sub(shown);
     if hidden > 0 {
         let _ = write!(message, " (and {hidden} more)");
+    }
+    if message.len() <= max_bytes {
+        return message;
     }
     cut(&message, max_bytes).into_owned()
 }
@@ -365,7 +571,123 @@ impl<F: Json> SchemaCache<F> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
+
+    /// Every error of `instance` against `schema`: our message and the crate's masked text.
+    fn both_messages(schema: &Value, instance: &Value) -> Vec<(String, String)> {
+        let validator = jsonschema::options()
+            .with_draft(draft_of(schema).unwrap())
+            .build(schema)
+            .unwrap();
+        validator
+            .iter_errors(instance)
+            .map(|error| {
+                let mut ours = String::new();
+                write_masked_message(&mut ours, &error);
+                (ours, error.masked().to_string())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn common_messages_match_the_crates_masked_text() {
+        let cases = [
+            (json!({"type": "string"}), json!(1)),
+            (json!({"type": ["string", "null"]}), json!(1)),
+            (json!({"required": ["a", "b\"q", "c\\d"]}), json!({})),
+            (
+                json!({"properties": {"a": {}}, "additionalProperties": false}),
+                json!({"a": 1, "b": 2, "c'": 3}),
+            ),
+            (
+                json!({"properties": {}, "additionalProperties": false}),
+                json!({"only": 1}),
+            ),
+            (json!({"enum": ["x"]}), json!("y")),
+            (json!({"enum": ["x", 2]}), json!("y")),
+            (json!({"enum": ["x", 2.5, null]}), json!("y")),
+            (json!({"enum": [true, false, "a", "b"]}), json!("y")),
+            (json!({"enum": [{"a": 1}, [1]]}), json!("y")),
+            (json!({"enum": ["tab\there", "é"]}), json!("y")),
+            (json!({"maximum": 3}), json!(4)),
+            (json!({"maximum": 3.5}), json!(4)),
+            (json!({"minimum": -2}), json!(-3)),
+            (json!({"minimum": 1e-7}), json!(0)),
+            (json!({"exclusiveMaximum": 3}), json!(3)),
+            (json!({"exclusiveMinimum": 0.5}), json!(0.5)),
+            (json!({"maxLength": 1}), json!("ab")),
+            (json!({"maxLength": 2}), json!("abc")),
+            (json!({"minLength": 1}), json!("")),
+            (json!({"minLength": 3}), json!("ab")),
+            (json!({"pattern": "^[a-z]{2}\"$"}), json!("abc")),
+            (json!({"const": 1}), json!(2)),
+            (json!({"minItems": 2}), json!([1])),
+            (json!({"multipleOf": 3}), json!(4)),
+            (
+                json!({"$schema": "http://json-schema.org/draft-07/schema#", "items": [{}], "additionalItems": false}),
+                json!([1, 2, 3]),
+            ),
+        ];
+        for (schema, instance) in cases {
+            let messages = both_messages(&schema, &instance);
+            assert!(!messages.is_empty(), "{schema} accepted {instance}");
+            for (ours, crates) in messages {
+                assert_eq!(ours, crates, "{schema} against {instance}");
+            }
+        }
+    }
+
+    fn plain_value() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            any::<bool>().prop_map(Value::from),
+            Just(Value::Null),
+            any::<String>().prop_map(Value::from),
+            "[a-z\"\\\\\\n']{0,6}".prop_map(Value::from),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn generated_messages_match_the_crates_masked_text(
+            options in proptest::collection::vec(plain_value(), 1..6),
+            limit in plain_value(),
+            length in 0u64..4,
+            names in proptest::collection::vec("[a-z'\"\\\\ é]{1,5}", 1..4),
+        ) {
+            let instance = json!({"x": "?"});
+            let mut properties = serde_json::Map::new();
+            properties.insert("x".into(), json!({"enum": options}));
+            let schemas = [
+                json!({"properties": properties, "required": names}),
+                json!({"properties": {"x": {"maximum": limit, "minimum": limit}}}),
+                json!({"properties": {"x": {"maxLength": length, "minLength": length + 2}}}),
+            ];
+            for schema in &schemas {
+                // A limit that is not a number makes a schema the crate refuses: nothing to do.
+                let Ok(validator) = jsonschema::validator_for(schema) else { continue };
+                for error in validator.iter_errors(&instance) {
+                    let mut ours = String::new();
+                    write_masked_message(&mut ours, &error);
+                    prop_assert_eq!(ours, error.masked().to_string());
+                }
+            }
+            let extra: serde_json::Map<String, Value> =
+                names.iter().map(|name| (name.clone(), json!(1))).collect();
+            let closed = json!({"properties": {}, "additionalProperties": false});
+            let validator = jsonschema::validator_for(&closed).unwrap();
+            for error in validator.iter_errors(&Value::Object(extra)) {
+                let mut ours = String::new();
+                write_masked_message(&mut ours, &error);
+                prop_assert_eq!(ours, error.masked().to_string());
+            }
+        }
+    }
 
     fn canonical(value: &Value) -> Vec<u8> {
         serde_json::to_vec(value).unwrap()
@@ -388,7 +710,7 @@ mod tests {
         let (issues, total) = collect_issues(&validator, &invalid, 1);
         assert_eq!((issues.len(), total), (1, 2));
         let (issues, _) = collect_issues(&validator, &invalid, 8);
-        let keywords: Vec<&str> = issues.iter().map(|issue| issue.keyword.as_str()).collect();
+        let keywords: Vec<&str> = issues.iter().map(|issue| &*issue.keyword).collect();
         assert!(keywords.contains(&"required"));
         assert!(keywords.contains(&"type"));
         assert!(

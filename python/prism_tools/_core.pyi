@@ -3,6 +3,7 @@
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, Final, Protocol, final
 
+from prism_tools.types import ErrorInfo
 from prism_tools.validation import ArgumentIssue
 
 __all__ = [
@@ -184,8 +185,9 @@ class SchemaValidator:
         tool_name: str,
         max_message_bytes: int = 1024,
         max_issues: int = 256,
-    ) -> _Report | None:
-        """``compiled(schema).report(...)`` in one call."""
+    ) -> ErrorInfo | None:
+        """``compiled(schema).report(...)`` in one call, as the invalid-arguments ``ErrorInfo``
+        (None if valid)."""
     def parse_and_report_with(
         self,
         schema: object,
@@ -193,13 +195,14 @@ class SchemaValidator:
         tool_name: str,
         max_message_bytes: int = 1024,
         max_issues: int = 256,
-    ) -> tuple[dict[str, object], _Report | None]:
-        """``compiled(schema).parse_and_report(...)`` in one call."""
+    ) -> tuple[dict[str, object], ErrorInfo | None]:
+        """``compiled(schema).parse_and_report(...)`` in one call, the report as the
+        invalid-arguments ``ErrorInfo``."""
 
 def format_issue_report(
     tool_name: str, issues: list[_Issue], total: int, max_message_bytes: int = 1024
-) -> tuple[str, list[dict[str, str]]]:
-    """The message and ``details`` issues a model sees for ``issues`` of ``tool_name``."""
+) -> ErrorInfo:
+    """The invalid-arguments ``ErrorInfo`` a model sees for ``issues`` of ``tool_name``."""
 
 def limit_table() -> list[tuple[str, int, int]]:
     """``(name, default, ceiling)`` of every limit."""
