@@ -153,7 +153,7 @@ type Found = (Vec<(String, Cow<'static, str>, String)>, usize);
 fn issues_to_python((issues, total): (Vec<Issue>, usize)) -> Found {
     let described = issues
         .into_iter()
-        .map(|issue| (issue.path, issue.keyword, issue.message));
+        .map(|issue| (issue.path.as_str().to_owned(), issue.keyword, issue.message));
     (described.collect(), total)
 }
 
@@ -255,7 +255,7 @@ fn unreadable_issue(failure: Unreadable, limits: &Limits) -> (Vec<Issue>, usize)
         ),
     };
     let issue = Issue {
-        path: String::new(),
+        path: jsonschema::paths::Location::new(),
         keyword: Cow::Borrowed(keyword),
         message,
     };
@@ -437,6 +437,7 @@ impl PySchemaValidator {
             entry,
             limits,
             keys: PyOnceLock::new(),
+            paths: PyOnceLock::new(),
         })
     }
 
@@ -579,9 +580,24 @@ pub(crate) struct PyCompiledSchema {
     limits: Limits,
     /// The schema's property names as interned Python strings, made on the first parse.
     keys: PyOnceLock<KeyTable>,
+    /// `/<name>` for each property name, as Python strings made on the first report: the paths
+    /// of most issues, shared rather than made for each.
+    paths: PyOnceLock<KeyTable>,
 }
 
 impl PyCompiledSchema {
+    fn path_table(&self, py: Python<'_>) -> &KeyTable {
+        self.paths.get_or_init(py, || {
+            let paths: Vec<Box<str>> = self
+                .entry
+                .property_names
+                .iter()
+                .map(|name| format!("/{name}").into_boxed_str())
+                .collect();
+            key_table(py, &paths)
+        })
+    }
+
     /// The Python arguments of a parsed document, keys from the schema's property names. The
     /// dicts are built before validation: when one comes out smaller than its object (a key was
     /// repeated), the document resolves its repeats as the dicts did, so the validator checks
@@ -651,7 +667,13 @@ impl PyCompiledSchema {
         max_issues: usize,
     ) -> PyResult<Option<Report<'py>>> {
         let found = validate_python(&self.entry, instance, &self.limits, max_issues);
-        report_of(py, tool_name, &found, max_message_bytes)
+        report_of(
+            py,
+            tool_name,
+            &found,
+            max_message_bytes,
+            Some(self.path_table(py)),
+        )
     }
 
     /// `parse_and_validate` with the report of `report`: `(dict, None)` when valid,
@@ -670,7 +692,13 @@ impl PyCompiledSchema {
         let found = collect_issues(&self.entry.validator, doc.root(), max_issues);
         Ok((
             arguments,
-            report_of(py, tool_name, &found, max_message_bytes)?,
+            report_of(
+                py,
+                tool_name,
+                &found,
+                max_message_bytes,
+                Some(self.path_table(py)),
+            )?,
         ))
     }
 }
@@ -679,24 +707,27 @@ impl PyCompiledSchema {
 type Report<'py> = (String, Bound<'py, PyList>, usize);
 
 /// The `ErrorInfo` a model sees for invalid arguments: the report's message, code
-/// `invalid_tool_arguments`, and `details` with the issues and their count. Built here through
-/// the dataclass's positional builder (`prism_tools.validation._build_error_info`), so the
-/// validator returns it without a Python frame of its own.
+/// `invalid_tool_arguments`, and `details` with the issues and their count. Built in place as
+/// the package builds its hot objects (`prism_tools._frozen.twin`): made as the mutable twin,
+/// filled, then given its class; no Python frame runs.
 fn invalid_arguments_error<'py>(
     py: Python<'py>,
     (message, issues, total): Report<'py>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    static BUILD: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    let build = BUILD.import(py, "prism_tools.validation", "_build_error_info")?;
+    static TWIN: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    static ERROR_INFO: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    let twin = TWIN.import(py, "prism_tools.validation", "_ErrorInfoTwin")?;
+    let class = ERROR_INFO.import(py, "prism_tools.types", "ErrorInfo")?;
     let details = PyDict::new(py);
     details.set_item(intern!(py, "issues"), issues)?;
     details.set_item(intern!(py, "count"), total)?;
-    build.call1((
-        message,
-        intern!(py, "invalid_tool_arguments"),
-        intern!(py, "ArgumentValidationError"),
-        details,
-    ))
+    let info = twin.call0()?;
+    info.setattr(intern!(py, "message"), message)?;
+    info.setattr(intern!(py, "code"), intern!(py, "invalid_tool_arguments"))?;
+    info.setattr(intern!(py, "name"), intern!(py, "ArgumentValidationError"))?;
+    info.setattr(intern!(py, "details"), details)?;
+    info.setattr(intern!(py, "__class__"), class)?;
+    Ok(info)
 }
 
 /// `keyword` as a Python string: one shared string for each keyword the crate reports.
@@ -722,6 +753,7 @@ fn report<'py>(
     issues: &[(&str, &str, &str)],
     total: usize,
     max_message_bytes: usize,
+    paths: Option<&KeyTable>,
 ) -> PyResult<Report<'py>> {
     let message = report_message(
         tool_name,
@@ -732,7 +764,10 @@ fn report<'py>(
     let details = PyList::empty(py);
     for &(path, keyword, text) in issues {
         let issue = PyDict::new(py);
-        issue.set_item(intern!(py, "path"), path)?;
+        match paths.and_then(|table| table.get(path)) {
+            Some(shared) => issue.set_item(intern!(py, "path"), shared.bind(py))?,
+            None => issue.set_item(intern!(py, "path"), path)?,
+        }
         issue.set_item(intern!(py, "keyword"), keyword_string(py, keyword))?;
         issue.set_item(
             intern!(py, "message"),
@@ -748,6 +783,7 @@ fn report_of<'py>(
     tool_name: &str,
     (issues, total): &(Vec<Issue>, usize),
     max_message_bytes: usize,
+    paths: Option<&KeyTable>,
 ) -> PyResult<Option<Report<'py>>> {
     if *total == 0 {
         return Ok(None);
@@ -756,7 +792,7 @@ fn report_of<'py>(
         .iter()
         .map(|issue| (issue.path.as_str(), &*issue.keyword, issue.message.as_str()))
         .collect();
-    report(py, tool_name, &borrowed, *total, max_message_bytes).map(Some)
+    report(py, tool_name, &borrowed, *total, max_message_bytes, paths).map(Some)
 }
 
 /// The `ErrorInfo` a model sees for `issues` (`total` in all) of tool `tool_name`.
@@ -773,6 +809,6 @@ pub(crate) fn format_issue_report<'py>(
         .iter()
         .map(|(path, keyword, message)| (path.as_str(), keyword.as_str(), message.as_str()))
         .collect();
-    let report = report(py, tool_name, &borrowed, total, max_message_bytes)?;
+    let report = report(py, tool_name, &borrowed, total, max_message_bytes, None)?;
     invalid_arguments_error(py, report)
 }

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::json::{Json, SerdeJson};
+use jsonschema::paths::Location;
 use jsonschema::{Draft, PatternCache, PatternOptions, Retrieve, Uri, ValidationError, Validator};
 use lru::LruCache;
 use serde_json::Value;
@@ -117,7 +118,8 @@ pub struct Built<F: Json> {
 /// does not quote the instance value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Issue {
-    pub path: String,
+    /// A shared JSON Pointer (cloning it copies no text).
+    pub path: Location,
     pub keyword: Cow<'static, str>,
     pub message: String,
 }
@@ -188,7 +190,7 @@ where
             let mut message = String::with_capacity(MESSAGE_ROOM);
             write_masked_message(&mut message, &error);
             issues.push(Issue {
-                path: error.instance_path().as_str().to_owned(),
+                path: error.instance_path().clone(),
                 keyword: {
                     let keyword = error.kind().keyword();
                     known_keyword(keyword).map_or_else(
@@ -638,6 +640,38 @@ mod tests {
         }
     }
 
+    #[test]
+    fn issues_borrow_the_keywords_the_crate_reports() {
+        let mut seen = std::collections::HashSet::new();
+        assert!(KEYWORDS.iter().all(|keyword| seen.insert(*keyword)));
+        let schema = json!({
+            "type": "object",
+            "properties": {"a": {"type": "string"}, "b": {"enum": [1]}, "c": {"maximum": 1}},
+            "required": ["d"],
+            "additionalProperties": false,
+        });
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let instance = json!({"a": 1, "b": 2, "c": 3, "e": 4});
+        let mut keywords = Vec::new();
+        for error in validator.iter_errors(&instance) {
+            let keyword = error.kind().keyword();
+            assert_eq!(known_keyword(keyword).map(|at| KEYWORDS[at]), Some(keyword));
+            keywords.push(keyword.to_owned());
+        }
+        keywords.sort();
+        assert_eq!(
+            keywords,
+            [
+                "additionalProperties",
+                "enum",
+                "maximum",
+                "required",
+                "type"
+            ]
+        );
+        assert_eq!(known_keyword("x-custom"), None);
+    }
+
     fn plain_value() -> impl Strategy<Value = Value> {
         prop_oneof![
             any::<i64>().prop_map(Value::from),
@@ -718,7 +752,7 @@ mod tests {
                 .iter()
                 .all(|issue| !issue.message.contains("sk-secret-value"))
         );
-        assert!(issues.iter().any(|issue| issue.path == "/days"));
+        assert!(issues.iter().any(|issue| issue.path.as_str() == "/days"));
     }
 
     #[test]

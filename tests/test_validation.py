@@ -990,6 +990,46 @@ def test_details_hold_every_issue_and_the_suffix_counts_them() -> None:
     assert outcome.message.endswith(" (and 92 more)")
 
 
+def test_the_report_is_a_complete_frozen_error_info_on_both_paths() -> None:
+    # The core builds this ErrorInfo in place; it must be the real frozen class with every
+    # field set, the same from dict and from text arguments, and its paths must be right for
+    # nested and top-level issues alike (top-level ones come from a shared table).
+    schema = {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "stay": {"type": "object", "properties": {"nights": {"maximum": 3}}},
+        },
+        "additionalProperties": False,
+    }
+    tool = ToolDefinition(name="book", parameters=schema)
+    validator = create_json_schema_tool_argument_validator()
+    arguments = {"city": 1, "stay": {"nights": 9}, "extra": True}
+    from_dict = validator(tool, arguments)
+    parsed = validator.parse_checked(tool, json.dumps(arguments))
+    assert parsed is not None
+    assert parsed[0] == arguments
+    for problem in (from_dict, parsed[1]):
+        assert type(problem) is ErrorInfo
+        assert problem.code == "invalid_tool_arguments"
+        assert problem.name == "ArgumentValidationError"
+        with pytest.raises(AttributeError):
+            problem.code = "changed"  # type: ignore[misc]
+        assert isinstance(problem.details, dict)
+        assert problem.details["count"] == 3
+        issues = problem.details["issues"]
+        assert isinstance(issues, list)
+        assert sorted((issue["path"], issue["keyword"]) for issue in issues) == [
+            ("", "additionalProperties"),
+            ("/city", "type"),
+            ("/stay/nights", "maximum"),
+        ]
+        assert problem == ErrorInfo(
+            message=problem.message, code=problem.code, name=problem.name, details=problem.details
+        )
+    assert from_dict == parsed[1]
+
+
 def test_message_is_bounded_even_for_huge_schemas() -> None:
     validator = create_json_schema_tool_argument_validator()
     schema = many_required(2000, name_length=40)

@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Any, Literal, NamedTuple, Protocol, TypeAlias
 
 from prism_tools._core import CompiledSchema, SchemaValidator, format_issue_report, limit_table
-from prism_tools._frozen import builder
+from prism_tools._frozen import twin
 from prism_tools.errors import SchemaGuardError
 from prism_tools.types import ErrorInfo, JSONValue, ToolDefinition, ToolExecutionContext
 
@@ -38,10 +38,10 @@ Found: TypeAlias = tuple[list[tuple[str, str, str]], int]
 there were in all."""
 VALID: Found = ([], 0)
 
-# The core builds the invalid-arguments ErrorInfo through this positional builder (no checks, a
-# third of the cost of ErrorInfo(...)): code "invalid_tool_arguments", name
-# "ArgumentValidationError", details {"issues": [...], "count": n}.
-_build_error_info = builder(ErrorInfo)
+# The core builds the invalid-arguments ErrorInfo in place through its mutable twin (see
+# _frozen.twin): code "invalid_tool_arguments", name "ArgumentValidationError", details
+# {"issues": [...], "count": n}.
+_ErrorInfoTwin = twin(ErrorInfo)
 
 
 @dataclass(frozen=True, slots=True)
