@@ -65,6 +65,13 @@ def test_an_instance_built_through_the_twin_is_a_plain_frozen_instance() -> None
     assert hash(ToolResult("c", "n", 1)) == hash(builder(ToolResult)("c", "n", 1, None, None, None))
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.value = 2  # type: ignore[misc]
+    # The twin only adds mutability: no slots of its own, the class's fields, and instances of
+    # the class itself are never left as twins.
+    mutable = twin(ToolCallRecord)
+    assert mutable.__slots__ == ()
+    assert mutable.__mro__[1] is ToolCallRecord
+    assert pickle.loads(pickle.dumps(made)) == made
+    assert type(ToolCallRecord("r", "s", "run", "c", "n", {}, "started", "t")) is ToolCallRecord
 
 
 def test_to_dict_omits_unset_fields_and_nests() -> None:
