@@ -816,3 +816,24 @@ def test_dispatch_row_ids_are_fresh_across_a_block_boundary() -> None:
     assert all(ROW_ID.fullmatch(row_id) for row_id in drawn)
     counters = [int(row_id.rsplit("_", 1)[1], 16) for row_id in drawn]
     assert counters == sorted(counters)
+
+
+def test_row_stamps_follow_the_clock_across_millisecond_boundaries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The stamp is cached per millisecond: the same millisecond reuses it, the next one and a
+    # clock set backwards both get a fresh one.
+    import prism_tools.dispatch as dispatch_module
+
+    monkeypatch.setattr(dispatch_module, "_clock_cache", [0, 0, ""])
+    now = [1_700_000_000_123_456_789]
+    monkeypatch.setattr(dispatch_module, "_time_ns", lambda: now[0])
+    assert dispatch_module.now_iso() == "2023-11-14T22:13:20.123Z"
+    now[0] = 1_700_000_000_123_999_999
+    assert dispatch_module.now_iso() == "2023-11-14T22:13:20.123Z"
+    now[0] = 1_700_000_000_124_000_000
+    assert dispatch_module.now_iso() == "2023-11-14T22:13:20.124Z"
+    now[0] = 1_700_000_000_122_999_999
+    assert dispatch_module.now_iso() == "2023-11-14T22:13:20.122Z"
+    now[0] = 1_700_000_061_000_000_000
+    assert dispatch_module.now_iso() == "2023-11-14T22:14:21.000Z"

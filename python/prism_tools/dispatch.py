@@ -126,7 +126,9 @@ def error_info(err: BaseException, redactor: Redactor | None = None) -> ErrorInf
     return info if redactor is None else redactor.redact(info)
 
 
-_clock_cache: list[Any] = [-1, ""]
+# [first nanosecond of the cached millisecond, first nanosecond after it, its stamp]: a check is
+# two comparisons, no division of a nanosecond count.
+_clock_cache: list[Any] = [0, 0, ""]
 _time_ns = time.time_ns
 _perf_counter_ns = time.perf_counter_ns
 
@@ -137,14 +139,16 @@ def now_iso() -> str:
     Busy dispatchers stamp many rows within one millisecond; the string is built once per
     millisecond and reused, which keeps ledger rows cheap.
     """
-    millis = _time_ns() // 1_000_000
+    now = _time_ns()
     cache = _clock_cache
-    if cache[0] != millis:
+    if not cache[0] <= now < cache[1]:
+        millis = now // 1_000_000
         seconds, fraction = divmod(millis, 1000)
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
-        cache[1] = f"{stamp}.{fraction:03d}Z"
-        cache[0] = millis
-    return cache[1]  # type: ignore[no-any-return]
+        cache[2] = f"{stamp}.{fraction:03d}Z"
+        cache[0] = millis * 1_000_000
+        cache[1] = cache[0] + 1_000_000
+    return cache[2]  # type: ignore[no-any-return]
 
 
 # Row ids: a random per-process prefix plus a counter in hex. Unique across processes with
@@ -326,7 +330,7 @@ class _Audit:
             record.finished_at = None
         else:
             clock = _clock_cache  # now_iso(), inline while the cached stamp is current
-            record.finished_at = clock[1] if clock[0] == _time_ns() // 1_000_000 else now_iso()
+            record.finished_at = clock[2] if clock[0] <= _time_ns() < clock[1] else now_iso()
         record.result = result
         record.reason = reason
         record.progress = progress
@@ -615,7 +619,7 @@ async def dispatch_tool_call(
         else:
             # now_iso(), inline while the cached stamp is current (most calls).
             clock = _clock_cache
-            audit.started_at = clock[1] if clock[0] == _time_ns() // 1_000_000 else now_iso()
+            audit.started_at = clock[2] if clock[0] <= _time_ns() < clock[1] else now_iso()
 
     if middleware is not None and middleware.has("tool_call"):
         call = await middleware.run("tool_call", call, report=_middleware_reporter(audit))
