@@ -985,8 +985,8 @@ turned into Python objects: our parser alone (document and Python objects, no va
 `orjson.loads`, which builds its objects with direct CPython calls that the core's safe PyO3
 code does not make. The adapter's `parse_and_validate` is the core's own method, so the gap
 between "ours" and "core call only" is finding the compiled schema by the schema object's
-identity and making the issue list: {glue_small} (small). The full report is written in Rust
-(message, `details` issues) and wrapped in an `ErrorInfo` in Python; it costs {report_extra} over
+identity and making the issue list: {glue_small} (small). The full report, message, `details`
+issues and the `ErrorInfo` itself, is written in Rust; it costs {report_extra} over
 `adapter.found`. A compile converts the schema to a `serde_json::Value`, runs the guards (which
 also collect the property names whose interned strings later key the built dicts), writes the
 canonical bytes for the cache key, builds the `jsonschema` crate validator with the linear-time

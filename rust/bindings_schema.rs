@@ -598,6 +598,23 @@ impl PyCompiledSchema {
         })
     }
 
+    /// The report of `found` for `tool_name`, top-level paths from this schema's path table.
+    fn report_of<'py>(
+        &self,
+        py: Python<'py>,
+        tool_name: &str,
+        found: &(Vec<Issue>, usize),
+        max_message_bytes: usize,
+    ) -> PyResult<Option<Report<'py>>> {
+        report_of(
+            py,
+            tool_name,
+            found,
+            max_message_bytes,
+            Some(self.path_table(py)),
+        )
+    }
+
     /// The Python arguments of a parsed document, keys from the schema's property names. The
     /// dicts are built before validation: when one comes out smaller than its object (a key was
     /// repeated), the document resolves its repeats as the dicts did, so the validator checks
@@ -667,13 +684,7 @@ impl PyCompiledSchema {
         max_issues: usize,
     ) -> PyResult<Option<Report<'py>>> {
         let found = validate_python(&self.entry, instance, &self.limits, max_issues);
-        report_of(
-            py,
-            tool_name,
-            &found,
-            max_message_bytes,
-            Some(self.path_table(py)),
-        )
+        self.report_of(py, tool_name, &found, max_message_bytes)
     }
 
     /// `parse_and_validate` with the report of `report`: `(dict, None)` when valid,
@@ -692,13 +703,7 @@ impl PyCompiledSchema {
         let found = collect_issues(&self.entry.validator, doc.root(), max_issues);
         Ok((
             arguments,
-            report_of(
-                py,
-                tool_name,
-                &found,
-                max_message_bytes,
-                Some(self.path_table(py)),
-            )?,
+            self.report_of(py, tool_name, &found, max_message_bytes)?,
         ))
     }
 }
