@@ -8,6 +8,8 @@
 
 use std::borrow::Cow;
 
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use ahash::AHashMap;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
@@ -15,15 +17,64 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use crate::bindings::type_name;
 use crate::document::{Document, Entry, Member, Text};
 
-/// Interned Python strings of a schema's property names.
-pub(crate) type KeyTable = AHashMap<Box<str>, Py<PyString>>;
+/// Interned Python strings of a schema's property names, found by name, and for the first
+/// members of the root argument object also by position: arguments for one tool mostly come with their
+/// keys in the same order, so the entry the member at a position matched last time is checked
+/// first, with one comparison, before the hash lookup.
+pub(crate) struct KeyTable {
+    entries: Box<[(Box<str>, Py<PyString>)]>,
+    by_name: AHashMap<Box<str>, u32>,
+    /// Per member position, the entry it matched last (`u32::MAX`: none yet). A guess is only
+    /// ever checked, never trusted, so threads racing on one cannot make a key wrong.
+    guesses: [AtomicU32; GUESSED_POSITIONS],
+}
+
+/// Member positions of an argument object whose last match is remembered.
+const GUESSED_POSITIONS: usize = 16;
+
+impl KeyTable {
+    /// The string of `name`.
+    pub(crate) fn get(&self, name: &str) -> Option<&Py<PyString>> {
+        let at = *self.by_name.get(name)?;
+        Some(&self.entries[at as usize].1)
+    }
+
+    /// The string of `name`, the key of the member at `position` of an argument object.
+    fn get_at(&self, position: usize, name: &str) -> Option<&Py<PyString>> {
+        let Some(guess) = self.guesses.get(position) else {
+            return self.get(name);
+        };
+        if let Some((known, string)) = self.entries.get(guess.load(Ordering::Relaxed) as usize)
+            && **known == *name
+        {
+            return Some(string);
+        }
+        let at = *self.by_name.get(name)?;
+        guess.store(at, Ordering::Relaxed);
+        Some(&self.entries[at as usize].1)
+    }
+}
 
 /// Interns `names` once for the objects built from documents validated against one schema.
 pub(crate) fn key_table(py: Python<'_>, names: &[Box<str>]) -> KeyTable {
-    names
-        .iter()
-        .map(|name| (name.clone(), PyString::intern(py, name).unbind()))
-        .collect()
+    let mut entries: Vec<(Box<str>, Py<PyString>)> = Vec::with_capacity(names.len());
+    let mut by_name = AHashMap::with_capacity(names.len());
+    for name in names {
+        if !by_name.contains_key(name) {
+            by_name.insert(name.clone(), index(entries.len()));
+            entries.push((name.clone(), PyString::intern(py, name).unbind()));
+        }
+    }
+    KeyTable {
+        entries: entries.into_boxed_slice(),
+        by_name,
+        guesses: std::array::from_fn(|_| AtomicU32::new(u32::MAX)),
+    }
+}
+
+#[allow(clippy::cast_possible_truncation)] // at most `guards::MAX_PROPERTY_NAMES` names
+fn index(n: usize) -> u32 {
+    n as u32
 }
 
 /// Why Python arguments could not be read as JSON.
@@ -232,10 +283,20 @@ pub(crate) fn build<'py>(
         }
         Entry::Object { start, len, .. } => {
             let dict = PyDict::new(py);
-            for member in doc.object_members(*start, *len) {
+            // Only the root object's keys are looked up by position: nested objects would
+            // overwrite each other's guesses.
+            let root = at == doc.root_index();
+            for (position, member) in doc.object_members(*start, *len).iter().enumerate() {
                 let name = doc.text(&member.key);
                 let value = build(py, doc, member.value, keys, repeated)?;
-                match keys.and_then(|table| table.get(name)) {
+                let shared = keys.and_then(|table| {
+                    if root {
+                        table.get_at(position, name)
+                    } else {
+                        table.get(name)
+                    }
+                });
+                match shared {
                     Some(key) => dict.set_item(key.bind(py), value)?,
                     None => dict.set_item(PyString::new(py, name), value)?,
                 }

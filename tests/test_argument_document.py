@@ -279,3 +279,30 @@ def test_argument_text_for_a_refused_schema_is_still_read_as_text() -> None:
     assert problem.details == {"reason": "schema_ref_not_allowed"}
     with pytest.raises(ArgumentsError):
         validator.parse_checked(refused, '{"city": ')
+
+
+@given(
+    st.lists(
+        st.permutations(["city", "units", "days", "lang", "extra", "zone"]).map(
+            lambda names: names[: len(names) - 1]
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_keys_come_out_right_whatever_order_each_call_sends(orders: list[list[str]]) -> None:
+    # The root object's keys are found first by the position they had on the last call: calls
+    # in changing orders, with keys the schema does not declare and repeated texts, must still
+    # give exactly the dict json.loads gives, in the text's order.
+    schema = {
+        "type": "object",
+        "properties": {name: {} for name in ["city", "units", "days", "lang", "zone"]},
+    }
+    adapter = create_json_schema_adapter()
+    for names in orders:
+        text = json.dumps({name: f"{name}-{at}" for at, name in enumerate(names)})
+        for _ in range(2):
+            arguments, issues = adapter.parse_and_validate(schema, text)
+            assert issues == []
+            assert arguments == json.loads(text)
+            assert list(arguments) == names
