@@ -7,7 +7,6 @@
 //! neither created nor hashed again per call.
 
 use std::borrow::Cow;
-
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use ahash::AHashMap;
@@ -15,12 +14,12 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use crate::bindings::type_name;
-use crate::document::{Document, Entry, Member, Text};
+use crate::document::{Document, Entry, Member, Text, index};
 
 /// Interned Python strings of a schema's property names, found by name, and for the first
-/// members of the root argument object also by position: arguments for one tool mostly come with their
-/// keys in the same order, so the entry the member at a position matched last time is checked
-/// first, with one comparison, before the hash lookup.
+/// members of the root argument object also by position: arguments for one tool mostly come
+/// with their keys in the same order, so the entry the member at a position matched last time
+/// is checked first, with one comparison, before the hash lookup.
 pub(crate) struct KeyTable {
     entries: Box<[(Box<str>, Py<PyString>)]>,
     by_name: AHashMap<Box<str>, u32>,
@@ -60,8 +59,8 @@ pub(crate) fn key_table(py: Python<'_>, names: &[Box<str>]) -> KeyTable {
     let mut entries: Vec<(Box<str>, Py<PyString>)> = Vec::with_capacity(names.len());
     let mut by_name = AHashMap::with_capacity(names.len());
     for name in names {
-        if !by_name.contains_key(name) {
-            by_name.insert(name.clone(), index(entries.len()));
+        if let std::collections::hash_map::Entry::Vacant(slot) = by_name.entry(name.clone()) {
+            slot.insert(index(entries.len()));
             entries.push((name.clone(), PyString::intern(py, name).unbind()));
         }
     }
@@ -70,11 +69,6 @@ pub(crate) fn key_table(py: Python<'_>, names: &[Box<str>]) -> KeyTable {
         by_name,
         guesses: std::array::from_fn(|_| AtomicU32::new(u32::MAX)),
     }
-}
-
-#[allow(clippy::cast_possible_truncation)] // at most `guards::MAX_PROPERTY_NAMES` names
-fn index(n: usize) -> u32 {
-    n as u32
 }
 
 /// Why Python arguments could not be read as JSON.

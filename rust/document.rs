@@ -71,7 +71,7 @@ pub struct Document<'s> {
 }
 
 #[allow(clippy::cast_possible_truncation)] // bounded by the argument limits, see `Entry`
-fn index(n: usize) -> u32 {
+pub(crate) fn index(n: usize) -> u32 {
     n as u32
 }
 
@@ -1004,8 +1004,8 @@ const MAX_PLAIN_DIGITS: usize = 19;
 /// Reads JSON text straight into a document: one pass over the bytes, no visitor calls, strings
 /// without escapes borrowed. It answers `None` for malformed text and for the forms it leaves to
 /// `serde_json` so that both readings always agree: integers of more than 19 digits, `-0`,
-/// numbers beyond the range of a float, and lone surrogate escapes. What it accepts, it reads exactly as `serde_json` would
-/// (the property tests below compare the two on generated text).
+/// numbers beyond the range of a float, and lone surrogate escapes. What it accepts, it reads
+/// exactly as `serde_json` would (the property tests below compare the two on generated text).
 struct Reader<'b, 's> {
     text: &'s str,
     at: usize,
