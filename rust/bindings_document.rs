@@ -9,12 +9,14 @@
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use ahash::AHashMap;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use crate::bindings::type_name;
 use crate::document::{Document, Entry, Member, Text, index};
+
+/// A table keyed by short strings (names, paths, messages), hashed with foldhash.
+pub(crate) type StrMap<V> = std::collections::HashMap<Box<str>, V, foldhash::fast::RandomState>;
 
 /// Interned Python strings of a schema's property names, found by name, and for the first
 /// members of the root argument object also by position: arguments for one tool mostly come
@@ -22,7 +24,7 @@ use crate::document::{Document, Entry, Member, Text, index};
 /// is checked first, with one comparison, before the hash lookup.
 pub(crate) struct KeyTable {
     entries: Box<[(Box<str>, Py<PyString>)]>,
-    by_name: AHashMap<Box<str>, u32>,
+    by_name: StrMap<u32>,
     /// Per member position, the entry it matched last (`u32::MAX`: none yet). A guess is only
     /// ever checked, never trusted, so threads racing on one cannot make a key wrong.
     guesses: [AtomicU32; GUESSED_POSITIONS],
@@ -57,7 +59,8 @@ impl KeyTable {
 /// Interns `names` once for the objects built from documents validated against one schema.
 pub(crate) fn key_table(py: Python<'_>, names: &[Box<str>]) -> KeyTable {
     let mut entries: Vec<(Box<str>, Py<PyString>)> = Vec::with_capacity(names.len());
-    let mut by_name = AHashMap::with_capacity(names.len());
+    let mut by_name =
+        StrMap::with_capacity_and_hasher(names.len(), foldhash::fast::RandomState::default());
     for name in names {
         if let std::collections::hash_map::Entry::Vacant(slot) = by_name.entry(name.clone()) {
             slot.insert(index(entries.len()));

@@ -22,7 +22,9 @@ use serde_json::{Map, Number, Value};
 use pyo3::sync::PyOnceLock;
 
 use crate::bindings::{ArgumentsError, SchemaGuardError, type_name};
-use crate::bindings_document::{KeyTable, Unreadable, build, key_table, with_python_document};
+use crate::bindings_document::{
+    KeyTable, StrMap, Unreadable, build, key_table, with_python_document,
+};
 use crate::document::{Document, ParseFailure, Repeats, Source, Tape, parse};
 use crate::guards::{ALL_LIMITS, GuardViolation, Limits, scan_json};
 use crate::schema::{
@@ -258,6 +260,7 @@ fn unreadable_issue(failure: Unreadable, limits: &Limits) -> (Vec<Issue>, usize)
         path: jsonschema::paths::Location::new(),
         keyword: Cow::Borrowed(keyword),
         message,
+        fixed: false,
     };
     (vec![issue], 1)
 }
@@ -438,6 +441,7 @@ impl PySchemaValidator {
             limits,
             keys: PyOnceLock::new(),
             paths: PyOnceLock::new(),
+            messages: MessageTable::default(),
         })
     }
 
@@ -583,6 +587,40 @@ pub(crate) struct PyCompiledSchema {
     /// `/<name>` for each property name, as Python strings made on the first report: the paths
     /// of most issues, shared rather than made for each.
     paths: PyOnceLock<KeyTable>,
+    /// The messages this schema's keywords alone decide, made on the report that first needs each.
+    messages: MessageTable,
+}
+
+/// Python strings of the issue messages that depend on a schema keyword alone (`Issue::fixed`),
+/// shared between the reports of one schema instead of made for each. Keyed by the text, so
+/// sharing never depends on how the crate locates its keywords; a schema has a bounded number of
+/// such texts, and at most `MAX_ENTRIES` are kept in any case.
+#[derive(Default)]
+struct MessageTable(Mutex<StrMap<Py<PyString>>>);
+
+impl MessageTable {
+    const MAX_ENTRIES: usize = 1024;
+
+    fn string<'py>(&self, py: Python<'py>, text: &str) -> Bound<'py, PyString> {
+        // A poisoned table only ever missed an insert: its entries stay whole.
+        let lock = || {
+            self.0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(shared) = lock().get(text) {
+            return shared.bind(py).clone();
+        }
+        // Made outside the lock: creating a Python object never runs under one of ours.
+        let made = PyString::new(py, text);
+        let mut table = lock();
+        if table.len() < Self::MAX_ENTRIES {
+            table
+                .entry(text.into())
+                .or_insert_with(|| made.clone().unbind());
+        }
+        made
+    }
 }
 
 impl PyCompiledSchema {
@@ -612,6 +650,7 @@ impl PyCompiledSchema {
             found,
             max_message_bytes,
             Some(self.path_table(py)),
+            Some(&self.messages),
         )
     }
 
@@ -751,33 +790,39 @@ fn keyword_string<'py>(py: Python<'py>, keyword: &str) -> Bound<'py, PyString> {
     }
 }
 
+/// One issue as a report reads it: path, keyword, message, and whether the message is `fixed`
+/// (the same for every instance, so it may come from a schema's `MessageTable`).
+type IssueText<'a> = (&'a str, &'a str, &'a str, bool);
+
 /// The report of `issues` (`total` in all) for `tool_name`, every part cut to its limit.
 fn report<'py>(
     py: Python<'py>,
     tool_name: &str,
-    issues: &[(&str, &str, &str)],
+    issues: &[IssueText<'_>],
     total: usize,
     max_message_bytes: usize,
     paths: Option<&KeyTable>,
+    messages: Option<&MessageTable>,
 ) -> PyResult<Report<'py>> {
     let message = report_message(
         tool_name,
-        issues.iter().map(|&(path, _, message)| (path, message)),
+        issues.iter().map(|&(path, _, message, _)| (path, message)),
         total,
         max_message_bytes,
     );
     let details = PyList::empty(py);
-    for &(path, keyword, text) in issues {
+    for &(path, keyword, text, fixed) in issues {
         let issue = PyDict::new(py);
         match paths.and_then(|table| table.get(path)) {
             Some(shared) => issue.set_item(intern!(py, "path"), shared.bind(py))?,
             None => issue.set_item(intern!(py, "path"), path)?,
         }
         issue.set_item(intern!(py, "keyword"), keyword_string(py, keyword))?;
-        issue.set_item(
-            intern!(py, "message"),
-            cut(text, MAX_ISSUE_MESSAGE_BYTES).as_ref(),
-        )?;
+        let text = cut(text, MAX_ISSUE_MESSAGE_BYTES);
+        match messages.filter(|_| fixed) {
+            Some(table) => issue.set_item(intern!(py, "message"), table.string(py, &text))?,
+            None => issue.set_item(intern!(py, "message"), text.as_ref())?,
+        }
         details.append(issue)?;
     }
     Ok((message, details, total))
@@ -789,15 +834,32 @@ fn report_of<'py>(
     (issues, total): &(Vec<Issue>, usize),
     max_message_bytes: usize,
     paths: Option<&KeyTable>,
+    messages: Option<&MessageTable>,
 ) -> PyResult<Option<Report<'py>>> {
     if *total == 0 {
         return Ok(None);
     }
-    let borrowed: Vec<(&str, &str, &str)> = issues
+    let borrowed: Vec<IssueText<'_>> = issues
         .iter()
-        .map(|issue| (issue.path.as_str(), &*issue.keyword, issue.message.as_str()))
+        .map(|issue| {
+            (
+                issue.path.as_str(),
+                &*issue.keyword,
+                issue.message.as_str(),
+                issue.fixed,
+            )
+        })
         .collect();
-    report(py, tool_name, &borrowed, *total, max_message_bytes, paths).map(Some)
+    report(
+        py,
+        tool_name,
+        &borrowed,
+        *total,
+        max_message_bytes,
+        paths,
+        messages,
+    )
+    .map(Some)
 }
 
 /// The `ErrorInfo` a model sees for `issues` (`total` in all) of tool `tool_name`.
@@ -810,10 +872,18 @@ pub(crate) fn format_issue_report<'py>(
     total: usize,
     max_message_bytes: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let borrowed: Vec<(&str, &str, &str)> = issues
+    let borrowed: Vec<IssueText<'_>> = issues
         .iter()
-        .map(|(path, keyword, message)| (path.as_str(), keyword.as_str(), message.as_str()))
+        .map(|(path, keyword, message)| (path.as_str(), keyword.as_str(), message.as_str(), false))
         .collect();
-    let report = report(py, tool_name, &borrowed, total, max_message_bytes, None)?;
+    let report = report(
+        py,
+        tool_name,
+        &borrowed,
+        total,
+        max_message_bytes,
+        None,
+        None,
+    )?;
     invalid_arguments_error(py, report)
 }

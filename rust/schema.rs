@@ -122,6 +122,10 @@ pub struct Issue {
     pub path: Location,
     pub keyword: Cow<'static, str>,
     pub message: String,
+    /// The message depends on the failing keyword alone, never on the instance (type, enum,
+    /// the bounds, the lengths, pattern, ...): every issue of that keyword reads the same, so a
+    /// caller may keep one copy of the text.
+    pub fixed: bool,
 }
 
 /// The keywords the crate names its errors by, the most frequent in tool arguments first: an
@@ -189,6 +193,7 @@ where
             // reallocating three or four times per message.
             let mut message = String::with_capacity(MESSAGE_ROOM);
             write_masked_message(&mut message, &error);
+            let fixed = message_is_fixed(error.kind());
             issues.push(Issue {
                 path: error.instance_path().clone(),
                 keyword: {
@@ -199,10 +204,37 @@ where
                     )
                 },
                 message,
+                fixed,
             });
         }
     }
     (issues, total)
+}
+
+/// Whether the masked message of `kind` is written from the schema keyword's own value only:
+/// the kinds whose text names neither the instance's properties nor its items.
+fn message_is_fixed(kind: &ValidationErrorKind) -> bool {
+    use ValidationErrorKind as Kind;
+    matches!(
+        kind,
+        Kind::Type { .. }
+            | Kind::Enum { .. }
+            | Kind::Constant { .. }
+            | Kind::Maximum { .. }
+            | Kind::Minimum { .. }
+            | Kind::ExclusiveMaximum { .. }
+            | Kind::ExclusiveMinimum { .. }
+            | Kind::MultipleOf { .. }
+            | Kind::MaxLength { .. }
+            | Kind::MinLength { .. }
+            | Kind::MaxItems { .. }
+            | Kind::MinItems { .. }
+            | Kind::MaxProperties { .. }
+            | Kind::MinProperties { .. }
+            | Kind::Pattern { .. }
+            | Kind::Format { .. }
+            | Kind::FalseSchema
+    )
 }
 
 /// Appends `error`'s masked message, the text `error.masked()` displays: written here for the
@@ -721,6 +753,63 @@ mod tests {
                 prop_assert_eq!(ours, error.masked().to_string());
             }
         }
+    }
+
+    fn any_instance() -> impl Strategy<Value = Value> {
+        plain_value().prop_recursive(2, 12, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..5).prop_map(Value::from),
+                proptest::collection::btree_map("[a-c]{1,2}", inner, 0..5)
+                    .prop_map(|members| Value::Object(members.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Issues marked `fixed` read the same whatever the instance that failed them, so one
+        /// copy of their text can serve every report.
+        #[test]
+        fn fixed_messages_never_depend_on_the_instance(
+            first in any_instance(),
+            second in any_instance(),
+        ) {
+            let schema = json!({
+                "properties": {
+                    "x": {
+                        "type": "string", "enum": ["a", "bb"], "const": "a", "pattern": "^z",
+                        "maximum": 3, "minimum": 1, "exclusiveMaximum": 3,
+                        "exclusiveMinimum": 1, "multipleOf": 2, "maxLength": 1, "minLength": 3,
+                        "maxItems": 1, "minItems": 3, "maxProperties": 1, "minProperties": 3,
+                    },
+                    "y": false,
+                },
+                "required": ["x", "y"],
+            });
+            let validator = jsonschema::validator_for(&schema).unwrap();
+            let mut seen = std::collections::HashMap::<String, String>::new();
+            for value in [&first, &second] {
+                let instance = json!({"x": value, "y": value});
+                for issue in collect_issues(&validator, &instance, 64).0 {
+                    if issue.fixed {
+                        let earlier = seen.entry(issue.keyword.to_string()).or_insert_with(|| issue.message.clone());
+                        prop_assert_eq!(&*earlier, &issue.message);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn messages_naming_properties_are_not_fixed() {
+        let schema = json!({"properties": {}, "required": ["a"], "additionalProperties": false});
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let (issues, _) = collect_issues(&validator, &json!({"b": 1}), 8);
+        assert_eq!(issues.len(), 2);
+        assert!(issues.iter().all(|issue| !issue.fixed));
+        let (issues, _) = collect_issues(&validator, &json!({"a": "x", "b": 1}), 8);
+        assert!(issues.iter().all(|issue| !issue.fixed));
+        let typed = jsonschema::validator_for(&json!({"type": "string"})).unwrap();
+        assert!(collect_issues(&typed, &json!(1), 8).0[0].fixed);
     }
 
     fn canonical(value: &Value) -> Vec<u8> {

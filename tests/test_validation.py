@@ -1375,3 +1375,32 @@ async def test_secrets_in_argument_values_never_reach_the_message(
     assert spy.calls == []
     assert result.error is not None
     assert SECRET not in result.error.message
+
+
+def test_messages_a_keyword_alone_decides_are_shared_and_the_rest_are_not() -> None:
+    # A type or bound message reads the same for every instance, so the core keeps one string
+    # of it per schema; a message naming the instance's properties must follow each instance.
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"maximum": 3}},
+        "additionalProperties": False,
+    }
+    tool = ToolDefinition(name="book", parameters=schema)
+    validator = create_json_schema_tool_argument_validator()
+
+    def messages(arguments: dict[str, object]) -> dict[str, str]:
+        outcome = validator(tool, arguments)
+        assert isinstance(outcome, ErrorInfo)
+        assert isinstance(outcome.details, dict)
+        issues = outcome.details["issues"]
+        assert isinstance(issues, list)
+        return {issue["keyword"]: issue["message"] for issue in issues}
+
+    first = messages({"city": 1, "days": 9, "extra": True})
+    second = messages({"city": [2], "days": 99.5, "other": None})
+    assert first["type"] == 'value is not of type "string"'
+    assert first["type"] is second["type"]
+    assert first["maximum"] is second["maximum"]
+    assert "'extra'" in first["additionalProperties"]
+    assert "'other'" in second["additionalProperties"]
+    assert "'extra'" not in second["additionalProperties"]
