@@ -449,6 +449,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ArgumentsError", py.get_type::<ArgumentsError>())?;
     m.add_class::<crate::bindings_schema::PySchemaValidator>()?;
     m.add_class::<crate::bindings_schema::PyCompiledSchema>()?;
+    m.add_class::<crate::bindings_schema::PyToolSchemaCheck>()?;
     m.add_function(pyo3::wrap_pyfunction!(
         crate::bindings_schema::limit_table,
         m

@@ -887,3 +887,69 @@ pub(crate) fn format_issue_report<'py>(
     )?;
     invalid_arguments_error(py, report)
 }
+
+/// The base of `prism_tools.validation.ToolParameterValidator`: once the validator is bound to
+/// a core schema validator, a call for a tool with a schema is answered here, the compiled
+/// schema found and the report written in the same crossing, with no Python frame. Every other
+/// call (no schema, another adapter, a refused schema) goes to the subclass's `_check`.
+#[pyclass(
+    subclass,
+    frozen,
+    module = "prism_tools._core",
+    name = "ToolSchemaCheck"
+)]
+pub(crate) struct PyToolSchemaCheck {
+    /// The core, the message limit and the issue limit, set once by `_use_core`.
+    core: std::sync::OnceLock<(Py<PySchemaValidator>, usize, usize)>,
+}
+
+#[pymethods]
+impl PyToolSchemaCheck {
+    /// Takes (and leaves to the subclass's `__init__`) whatever the subclass is called with.
+    #[new]
+    #[pyo3(signature = (*_args, **_kwargs))]
+    fn new(_args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>) -> Self {
+        Self {
+            core: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Answers calls for tools with a schema from `core` from now on; allowed once.
+    fn _use_core(
+        &self,
+        core: Py<PySchemaValidator>,
+        max_message_bytes: usize,
+        max_issues: usize,
+    ) -> PyResult<()> {
+        self.core
+            .set((core, max_message_bytes, max_issues))
+            .map_err(|_| PyValueError::new_err("this validator is bound to a core already"))
+    }
+
+    /// `None` when `args` fit `tool.parameters`, else the `ErrorInfo` a model sees.
+    #[pyo3(signature = (tool, args, context = None))]
+    fn __call__<'py>(
+        slf: &Bound<'py, Self>,
+        tool: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyAny>,
+        context: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let py = slf.py();
+        if let Some((core, max_message_bytes, max_issues)) = slf.get().core.get() {
+            let schema = tool.getattr(intern!(py, "parameters"))?;
+            if !schema.is_none() {
+                let name = tool.getattr(intern!(py, "name"))?;
+                let name = name.cast::<PyString>()?.to_str()?;
+                match core
+                    .get()
+                    .report_with(&schema, args, name, *max_message_bytes, *max_issues)
+                {
+                    Err(err) if err.is_instance_of::<SchemaGuardError>(py) => {}
+                    answer => return answer,
+                }
+            }
+        }
+        let answer = slf.call_method1(intern!(py, "_check"), (tool, args, context))?;
+        Ok((!answer.is_none()).then_some(answer))
+    }
+}

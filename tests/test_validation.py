@@ -1404,3 +1404,42 @@ def test_messages_a_keyword_alone_decides_are_shared_and_the_rest_are_not() -> N
     assert "'extra'" in first["additionalProperties"]
     assert "'other'" in second["additionalProperties"]
     assert "'extra'" not in second["additionalProperties"]
+
+
+def test_the_core_answer_and_the_python_check_agree_on_every_kind_of_call() -> None:
+    # With the JSON Schema adapter the core base class answers calls for tools with a schema;
+    # `_check` is the whole check in Python. Both must give the same answer for valid and
+    # invalid arguments, a missing schema and a schema the guards refuse.
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    refused = {"$ref": "https://example.com/schema.json"}
+    for missing_schema in ("allow", "reject"):
+        validator = create_json_schema_tool_argument_validator(missing_schema=missing_schema)
+        cases = [
+            (ToolDefinition(name="count", parameters=schema), {"n": 1}),
+            (ToolDefinition(name="count", parameters=schema), {"n": "x", "m": 2}),
+            (ToolDefinition(name="bare"), {"n": 1}),
+            (ToolDefinition(name="remote", parameters=refused), {"n": 1}),
+        ]
+        for tool, arguments in cases:
+            assert validator(tool, arguments) == validator._check(tool, arguments)
+        answers = [validator(tool, arguments) for tool, arguments in cases]
+        assert answers[0] is None
+        assert isinstance(answers[1], ErrorInfo)
+        assert answers[1].code == "invalid_tool_arguments"
+        assert (answers[2] is None) == (missing_schema == "allow")
+        assert isinstance(answers[3], ErrorInfo)
+        assert "schema_ref_not_allowed" in str(answers[3].details)
+
+
+def test_validator_settings_are_read_only_and_bound_once() -> None:
+    # The core keeps its own copy of the adapter and the message limit, so changing them
+    # afterwards must be refused rather than silently ignored.
+    validator = create_json_schema_tool_argument_validator()
+    with pytest.raises(AttributeError):
+        validator.max_message_bytes = 10  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        validator.adapter = create_json_schema_adapter()  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        validator.missing_schema = "reject"  # type: ignore[misc]
+    with pytest.raises(ValueError, match="bound to a core already"):
+        validator._use_core(create_json_schema_adapter()._core, 10, 10)

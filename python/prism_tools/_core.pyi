@@ -1,7 +1,7 @@
 """Typed stub of the compiled core. Users import ``prism_tools``, not this module."""
 
 from collections.abc import Iterable, Sequence
-from typing import Any, ClassVar, Final, Protocol, final
+from typing import Any, ClassVar, Final, Protocol, Self, final
 
 from prism_tools.types import ErrorInfo
 from prism_tools.validation import ArgumentIssue
@@ -150,6 +150,14 @@ class CompiledSchema:
         max_issues: int = 256,
     ) -> tuple[dict[str, object], _Report | None]:
         """Guarded parse of argument text, validation and report, in one crossing."""
+
+class ToolSchemaCheck:
+    """Base of ``ToolParameterValidator``: once bound with ``_use_core``, calls for tools with a
+    schema are answered in the core; every other call goes to the subclass's ``_check``."""
+
+    def __new__(cls, *args: object, **kwargs: object) -> Self: ...
+    def _use_core(self, core: SchemaValidator, max_message_bytes: int, max_issues: int) -> None: ...
+    def __call__(self, tool: Any, args: Any, context: Any = None) -> Any: ...
 
 @final
 class SchemaValidator:

@@ -16,9 +16,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal, NamedTuple, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, TypeAlias
 
-from prism_tools._core import CompiledSchema, SchemaValidator, format_issue_report, limit_table
+from prism_tools._core import (
+    CompiledSchema,
+    SchemaValidator,
+    ToolSchemaCheck,
+    format_issue_report,
+    limit_table,
+)
 from prism_tools._frozen import twin
 from prism_tools.errors import SchemaGuardError
 from prism_tools.types import ErrorInfo, JSONValue, ToolDefinition, ToolExecutionContext
@@ -184,10 +190,15 @@ def _guard_refusal(tool: ToolDefinition, err: SchemaGuardError) -> ErrorInfo:
     )
 
 
-class ToolParameterValidator:
-    """A dispatch ``validate=`` callback that checks arguments against ``tool.parameters``."""
+class ToolParameterValidator(ToolSchemaCheck):
+    """A dispatch ``validate=`` callback that checks arguments against ``tool.parameters``.
 
-    __slots__ = ("adapter", "max_message_bytes", "missing_schema")
+    With the JSON Schema adapter, a call for a tool with a schema is answered by the core base
+    class in one crossing (no Python frame runs); every other call goes through ``_check``. The
+    settings are read-only, so the core's copy of them can never go stale.
+    """
+
+    __slots__ = ("_adapter", "_max_message_bytes", "_missing_schema")
 
     def __init__(
         self,
@@ -200,34 +211,56 @@ class ToolParameterValidator:
             raise ValueError('missing_schema must be "allow" or "reject"')
         if not callable(getattr(adapter, "validate", None)):
             raise TypeError("adapter must have validate(schema, value) -> list[ArgumentIssue]")
-        self.adapter = adapter
-        self.missing_schema: MissingSchemaPolicy = missing_schema
-        self.max_message_bytes = max_message_bytes
+        self._adapter = adapter
+        self._missing_schema: MissingSchemaPolicy = missing_schema
+        self._max_message_bytes = max_message_bytes
+        if type(adapter) is JsonSchemaAdapter:
+            self._use_core(adapter._core, max_message_bytes, MAX_ISSUES_IN_DETAILS)
+
+    @property
+    def adapter(self) -> ToolArgumentValidator:
+        return self._adapter
+
+    @property
+    def missing_schema(self) -> MissingSchemaPolicy:
+        return self._missing_schema
+
+    @property
+    def max_message_bytes(self) -> int:
+        return self._max_message_bytes
 
     def _missing(self, tool: ToolDefinition) -> ErrorInfo | None:
-        if self.missing_schema == "allow":
+        if self._missing_schema == "allow":
             return None
         return ErrorInfo(
             message=f"Tool {tool.name} has no parameter schema and cannot be checked",
             code="missing_parameter_schema",
         )
 
-    def __call__(
+    if TYPE_CHECKING:
+        # Implemented by the core base class, which calls ``_check`` for what it leaves.
+        def __call__(
+            self,
+            tool: ToolDefinition,
+            args: Any,
+            context: ToolExecutionContext | None = None,
+        ) -> ErrorInfo | None: ...
+
+    def _check(
         self,
         tool: ToolDefinition,
         args: Any,
         context: ToolExecutionContext | None = None,
     ) -> ErrorInfo | None:
+        """The whole check, for the calls the core base class does not answer itself."""
         schema = tool.parameters
         if schema is None:
             return self._missing(tool)
-        adapter = self.adapter
+        adapter = self._adapter
         try:
             if type(adapter) is JsonSchemaAdapter:
-                # One call into the core: the compiled schema found by identity, the check and,
-                # for invalid arguments, the ErrorInfo with the whole report.
                 return adapter._core.report_with(
-                    schema, args, tool.name, self.max_message_bytes, MAX_ISSUES_IN_DETAILS
+                    schema, args, tool.name, self._max_message_bytes, MAX_ISSUES_IN_DETAILS
                 )
             described = adapter.validate(schema, args)
             issues = [(i.path, i.keyword, i.message) for i in described]
@@ -236,7 +269,7 @@ class ToolParameterValidator:
             return _guard_refusal(tool, err)
         if not total:
             return None
-        return format_issues(tool.name, issues, total, max_message_bytes=self.max_message_bytes)
+        return format_issues(tool.name, issues, total, max_message_bytes=self._max_message_bytes)
 
     def parse_checked(
         self, tool: ToolDefinition, text: str | bytes
@@ -247,13 +280,13 @@ class ToolParameterValidator:
         (then the caller parses and validates separately). Raises ``ArgumentsError`` for text
         that is not one JSON object within the adapter's limits.
         """
-        adapter = self.adapter
+        adapter = self._adapter
         schema = tool.parameters
         if type(adapter) is not JsonSchemaAdapter or schema is None:
             return None
         try:
             return adapter._core.parse_and_report_with(
-                schema, text, tool.name, self.max_message_bytes, MAX_ISSUES_IN_DETAILS
+                schema, text, tool.name, self._max_message_bytes, MAX_ISSUES_IN_DETAILS
             )
         except SchemaGuardError as err:
             # The schema is refused before the text is read: parse it alone, so bad text is
@@ -262,7 +295,7 @@ class ToolParameterValidator:
 
     def cache_info(self) -> CacheInfo:
         """Counters of the compiled-schema cache behind this validator."""
-        info = getattr(self.adapter, "cache_info", None)
+        info = getattr(self._adapter, "cache_info", None)
         if info is None:
             raise TypeError("this validator's adapter keeps no cache")
         return info()  # type: ignore[no-any-return]
