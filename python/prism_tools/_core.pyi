@@ -3,6 +3,8 @@
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, Final, Protocol, Self, final
 
+from typing_extensions import disjoint_base
+
 from prism_tools.types import ErrorInfo
 from prism_tools.validation import ArgumentIssue
 
@@ -26,6 +28,7 @@ __all__ = [
     "SearchHit",
     "SecretMatcher",
     "ToolFilter",
+    "ToolSchemaCheck",
     "ToolSearchCapacityError",
     "ToolSearchIndex",
     "__version__",
@@ -151,6 +154,7 @@ class CompiledSchema:
     ) -> tuple[dict[str, object], _Report | None]:
         """Guarded parse of argument text, validation and report, in one crossing."""
 
+@disjoint_base
 class ToolSchemaCheck:
     """Base of ``ToolParameterValidator``: once bound with ``_use_core``, calls for tools with a
     schema are answered in the core; every other call goes to the subclass's ``_check``."""
