@@ -890,8 +890,9 @@ pub(crate) fn format_issue_report<'py>(
 
 /// The base of `prism_tools.validation.ToolParameterValidator`: once the validator is bound to
 /// a core schema validator, a call for a tool with a schema is answered here, the compiled
-/// schema found and the report written in the same crossing, with no Python frame. Every other
-/// call (no schema, another adapter, a refused schema) goes to the subclass's `_check`.
+/// schema found and the report written in the same crossing, with no Python frame; a schema the
+/// guards refuse is answered by `prism_tools.validation._guard_refusal`. Every other call (no
+/// schema, another adapter) goes to the subclass's `_check`.
 #[pyclass(
     subclass,
     frozen,
@@ -944,7 +945,14 @@ impl PyToolSchemaCheck {
                     .get()
                     .report_with(&schema, args, name, *max_message_bytes, *max_issues)
                 {
-                    Err(err) if err.is_instance_of::<SchemaGuardError>(py) => {}
+                    // A refused schema is answered as `_check` answers it, without checking
+                    // the schema a second time.
+                    Err(err) if err.is_instance_of::<SchemaGuardError>(py) => {
+                        static GUARD_REFUSAL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+                        let refusal =
+                            GUARD_REFUSAL.import(py, "prism_tools.validation", "_guard_refusal")?;
+                        return refusal.call1((tool, err.into_value(py))).map(Some);
+                    }
                     answer => return answer,
                 }
             }
