@@ -8,7 +8,9 @@
 #![allow(clippy::needless_pass_by_value)]
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use ahash::AHashMap;
@@ -164,7 +166,19 @@ fn issues_to_python((issues, total): (Vec<Issue>, usize)) -> Found {
 pub(crate) struct PySchemaValidator {
     cache: SchemaCache<Tape>,
     memo: Mutex<Memo>,
+    /// Tells this validator's entry in a thread's `LAST_FOUND` from any other validator's, one
+    /// that may since have been freed and its address reused.
+    id: u64,
+    /// Lookups answered by `LAST_FOUND` or the memo, without a compile or an LRU lookup.
+    remembered: AtomicU64,
+    /// How many times the memo has forgotten schemas: an entry of `LAST_FOUND` counts only while
+    /// this is what it was when the entry was found, so the slot never answers for a schema the
+    /// memo no longer holds.
+    forgettings: AtomicU64,
 }
+
+/// Where validator ids come from (never reused in a process).
+static NEXT_VALIDATOR_ID: AtomicU64 = AtomicU64::new(0);
 
 /// The compiled schema of each schema object seen last (at most `max_compiled_schemas`), by
 /// identity: holding the schema keeps its address from being reused, and holding the compiled
@@ -174,7 +188,23 @@ struct Memo {
     by_address: AHashMap<usize, (Py<PyAny>, Py<PyCompiledSchema>)>,
     /// Addresses in the order they were remembered (the oldest is forgotten first).
     order: VecDeque<usize>,
-    hits: u64,
+}
+
+/// The schema a thread found last, with the validator it was found in and its compiled schema.
+struct LastFound {
+    validator: u64,
+    forgettings: u64,
+    schema: Py<PyAny>,
+    compiled: Py<PyCompiledSchema>,
+}
+
+thread_local! {
+    /// A host validates the same tool's schema call after call: this answers a repeat with two
+    /// comparisons and no lock, where the memo takes a lock (two atomic operations, which cost
+    /// more than the rest of the lookup together). The slot holds its schema and compiled schema,
+    /// so an address it compares against cannot be reused; that keeps at most one schema per
+    /// thread alive past its eviction from the memo.
+    static LAST_FOUND: RefCell<Option<LastFound>> = const { RefCell::new(None) };
 }
 
 impl PySchemaValidator {
@@ -189,26 +219,68 @@ impl PySchemaValidator {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The compiled schema of `schema`: remembered by identity, or guarded, compiled (or found
-    /// in the LRU) and remembered.
+    /// The compiled schema of `schema`: this thread's last one, remembered by identity, or
+    /// guarded, compiled (or found in the LRU) and remembered.
     fn compiled_for<'py>(
         &self,
         schema: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyCompiledSchema>> {
         let py = schema.py();
+        let last = LAST_FOUND.with(|slot| {
+            // A slot being replaced (its old objects freed, which may run Python code that
+            // validates again) is skipped, not waited for.
+            let slot = slot.try_borrow().ok()?;
+            let last = slot.as_ref()?;
+            (last.validator == self.id
+                && last.schema.bind(py).is(schema)
+                && last.forgettings == self.forgettings.load(Ordering::Relaxed))
+            .then(|| last.compiled.bind(py).clone())
+        });
+        if let Some(compiled) = last {
+            // A load and a store, not `fetch_add`: the caller holds the GIL (this module is
+            // built for the stable ABI, which has one), so no other thread counts meanwhile, and
+            // a locked add would cost as much as the rest of this lookup.
+            let hits = self.remembered.load(Ordering::Relaxed);
+            self.remembered.store(hits + 1, Ordering::Relaxed);
+            return Ok(compiled);
+        }
+        let (compiled, forgettings) = self.remembered_or_compiled(schema)?;
+        let found = LastFound {
+            validator: self.id,
+            forgettings,
+            schema: schema.clone().unbind(),
+            compiled: compiled.clone().unbind(),
+        };
+        let replaced = LAST_FOUND.with(|slot| {
+            slot.try_borrow_mut()
+                .map_or(None, |mut slot| slot.replace(found))
+        });
+        // Dropped after the slot is released: freeing a schema may run arbitrary Python code.
+        drop(replaced);
+        Ok(compiled)
+    }
+
+    /// The compiled schema of `schema` from the memo, or guarded, compiled (or found in the LRU)
+    /// and remembered there; with the memo's `forgettings` when it was found.
+    fn remembered_or_compiled<'py>(
+        &self,
+        schema: &Bound<'py, PyAny>,
+    ) -> PyResult<(Bound<'py, PyCompiledSchema>, u64)> {
+        let py = schema.py();
         let address = schema.as_ptr() as usize;
         {
-            let mut memo = self.memo();
+            let memo = self.memo();
             if let Some((held, compiled)) = memo.by_address.get(&address)
                 && held.bind(py).is(schema)
             {
                 let compiled = compiled.bind(py).clone();
-                memo.hits += 1;
-                return Ok(compiled);
+                self.remembered.fetch_add(1, Ordering::Relaxed);
+                return Ok((compiled, self.forgettings.load(Ordering::Relaxed)));
             }
         }
         let compiled = Bound::new(py, self.compile(py, schema)?)?;
         let mut forgotten = Vec::new();
+        let forgettings;
         {
             let mut memo = self.memo();
             while memo.order.len() >= self.limits().max_compiled_schemas {
@@ -223,10 +295,14 @@ impl PySchemaValidator {
             } else {
                 memo.order.push_back(address);
             }
+            if !forgotten.is_empty() {
+                self.forgettings.fetch_add(1, Ordering::Relaxed);
+            }
+            forgettings = self.forgettings.load(Ordering::Relaxed);
         }
         // Dropped after the lock is released: freeing a schema may run arbitrary Python code.
         drop(forgotten);
-        Ok(compiled)
+        Ok((compiled, forgettings))
     }
 }
 
@@ -350,6 +426,9 @@ impl PySchemaValidator {
         Ok(Self {
             cache: SchemaCache::new(parsed),
             memo: Mutex::new(Memo::default()),
+            id: NEXT_VALIDATOR_ID.fetch_add(1, Ordering::Relaxed),
+            remembered: AtomicU64::new(0),
+            forgettings: AtomicU64::new(0),
         })
     }
 
@@ -455,7 +534,7 @@ impl PySchemaValidator {
     /// `(hits, misses, maxsize, currsize)` of the compiled-schema cache.
     fn cache_info(&self) -> (u64, u64, usize, usize) {
         let info = self.cache.info();
-        let remembered = self.memo().hits;
+        let remembered = self.remembered.load(Ordering::Relaxed);
         (
             info.hits + remembered,
             info.misses,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import select
 import socket
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -31,6 +32,7 @@ from prism_tools import (
     dispatch_tool_call,
     parse_tool_arguments,
 )
+from prism_tools._core import SchemaValidator
 from prism_tools.validation import LIMITS, CacheInfo
 
 DRAFT_7 = "http://json-schema.org/draft-07/schema#"
@@ -1188,6 +1190,45 @@ def test_validator_lru_eviction_through_dispatch_callback() -> None:
             assert isinstance(outcome, ErrorInfo)
             assert f'"k{index}" is a required property' in outcome.message
             assert validator.cache_info().currsize <= 2
+
+
+def test_a_repeated_schema_counts_as_a_hit_every_time() -> None:
+    core = SchemaValidator()
+    schema = {"type": "integer"}
+    assert core.validate_with(schema, 1) is None
+    hits, misses, _, _ = core.cache_info()
+    for _ in range(5):
+        assert core.validate_with(schema, 1) is None
+        assert core.validate_with(schema, "one") is not None
+    assert core.cache_info()[:2] == (hits + 10, misses)
+
+
+def test_two_validators_never_answer_with_each_others_compiled_schema() -> None:
+    # One schema object, one thread, two validators with different limits taking turns: each
+    # call must use its own validator's compiled schema (and so its own argument limits).
+    shallow, deep = SchemaValidator(max_argument_depth=2), SchemaValidator()
+    schema = {"type": "object"}
+    nested = {"a": {"b": {"c": {}}}}
+    for _ in range(3):
+        assert deep.validate_with(schema, nested) is None
+        refused = shallow.validate_with(schema, nested)
+        assert refused is not None
+        assert [keyword for _, keyword, _ in refused[0]] == ["max_argument_depth"]
+
+
+def test_a_schema_evicted_by_another_thread_is_read_again() -> None:
+    # This thread found `schema` last; another thread's compile then makes the memo forget it.
+    # The host changes the dict afterwards: the next validation must read it anew, not answer
+    # from what this thread found before the eviction.
+    core = SchemaValidator(max_compiled_schemas=1)
+    schema: dict[str, Any] = {"type": "integer"}
+    assert core.validate_with(schema, 1) is None
+    worker = threading.Thread(target=core.compiled, args=({"type": "boolean"},))
+    worker.start()
+    worker.join()
+    schema["type"] = "string"
+    assert core.validate_with(schema, 1) is not None
+    assert core.validate_with(schema, "one") is None
 
 
 # --- create_tool_registry(check_schemas=True) -------------------------------------------------
