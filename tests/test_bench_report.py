@@ -182,7 +182,7 @@ def test_validation_targets_read_per_call_medians_and_the_cache_share() -> None:
     assert hit.shown(hit.measured) == "1.0%"
     assert hit.detail == "the lookup adds 0.008 µs to 0.800 µs"
     text = "\n".join(section.lines)
-    assert "10.0% of a small validation through the adapter, 5.3% with the" in text
+    assert "10.0% of a\nsmall validation through the adapter, 5.3% with the floor" in text
     large = next(
         t for text, t in targets.items() if text.startswith("text to validated dict, large")
     )
