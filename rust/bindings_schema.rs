@@ -219,6 +219,14 @@ impl PySchemaValidator {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Counts a lookup answered without a compile. A load and a store, not `fetch_add`: every
+    /// caller holds the GIL (this module is built for the stable ABI, which has one), so no other
+    /// thread counts meanwhile, and a locked add would cost as much as the rest of a lookup.
+    fn count_remembered(&self) {
+        let hits = self.remembered.load(Ordering::Relaxed);
+        self.remembered.store(hits + 1, Ordering::Relaxed);
+    }
+
     /// The compiled schema of `schema`: this thread's last one, remembered by identity, or
     /// guarded, compiled (or found in the LRU) and remembered.
     fn compiled_for<'py>(
@@ -237,11 +245,7 @@ impl PySchemaValidator {
             .then(|| last.compiled.bind(py).clone())
         });
         if let Some(compiled) = last {
-            // A load and a store, not `fetch_add`: the caller holds the GIL (this module is
-            // built for the stable ABI, which has one), so no other thread counts meanwhile, and
-            // a locked add would cost as much as the rest of this lookup.
-            let hits = self.remembered.load(Ordering::Relaxed);
-            self.remembered.store(hits + 1, Ordering::Relaxed);
+            self.count_remembered();
             return Ok(compiled);
         }
         let (compiled, forgettings) = self.remembered_or_compiled(schema)?;
@@ -253,7 +257,8 @@ impl PySchemaValidator {
         };
         let replaced = LAST_FOUND.with(|slot| {
             slot.try_borrow_mut()
-                .map_or(None, |mut slot| slot.replace(found))
+                .ok()
+                .and_then(|mut slot| slot.replace(found))
         });
         // Dropped after the slot is released: freeing a schema may run arbitrary Python code.
         drop(replaced);
@@ -274,7 +279,7 @@ impl PySchemaValidator {
                 && held.bind(py).is(schema)
             {
                 let compiled = compiled.bind(py).clone();
-                self.remembered.fetch_add(1, Ordering::Relaxed);
+                self.count_remembered();
                 return Ok((compiled, self.forgettings.load(Ordering::Relaxed)));
             }
         }
