@@ -916,6 +916,24 @@ mod tests {
     }
 
     #[test]
+    fn evicted_schemas_are_freed_and_held_ones_kept() {
+        let mut limits = Limits::default();
+        limits.set("max_compiled_schemas", 1).unwrap();
+        let cache: SchemaCache = SchemaCache::new(limits);
+        let compile = |schema: &Value| cache.compile(schema, &canonical(schema)).unwrap();
+        let schema = |bound: usize| json!({"type": "string", "maxLength": bound});
+        let held = compile(&schema(1));
+        let unheld = Arc::downgrade(&compile(&schema(2)));
+        // Each compile evicts the one before: the held one stays with its holder, the other is
+        // freed with the eviction, not kept anywhere.
+        compile(&schema(3));
+        assert!(unheld.upgrade().is_none(), "an evicted schema was kept");
+        assert_eq!(cache.info().currsize, 1);
+        assert!(held.validator.is_valid(&json!("a")));
+        assert!(!held.validator.is_valid(&json!("ab")));
+    }
+
+    #[test]
     fn the_shared_pattern_cache_is_replaced_before_it_grows_past_its_bound() {
         let cache: SchemaCache = SchemaCache::new(Limits::default());
         let mut most = 0;

@@ -1177,6 +1177,29 @@ def test_lru_eviction_keeps_size_bounded_and_answers_right() -> None:
     assert adapter.cache_info().misses > 5  # evicted schemas were compiled again
 
 
+def large_schema(tag: int) -> dict[str, Any]:
+    """An 80-property schema, new to every cache for each ``tag``."""
+    properties = {f"property_{n}": {"type": "string", "maxLength": n} for n in range(80)}
+    return {"type": "object", "description": f"large {tag}", "properties": properties}
+
+
+def test_evicting_large_schemas_leaves_a_held_compiled_schema_working() -> None:
+    # Through the adapter (identity memo and LRU) and the bare core (LRU only), each compile
+    # evicts the one before; the compiled schema a host keeps still validates.
+    adapter = create_json_schema_adapter(max_compiled_schemas=1)
+    core = SchemaValidator(max_compiled_schemas=1)
+    kept = core.compile(large_schema(-1))
+    for tag in range(40):
+        schema = large_schema(tag)
+        assert adapter.is_valid(schema, {"property_2": "ab"})
+        assert not adapter.is_valid(schema, {"property_2": "abc"})
+        core.compile(schema)
+    assert kept.validate({"property_3": "abc"}, 1) is None
+    assert kept.validate({"property_3": "abcd"}, 1) is not None
+    assert adapter.cache_info().currsize == 1
+    assert core.cache_info()[3] == 1
+
+
 def test_validator_lru_eviction_through_dispatch_callback() -> None:
     validator = create_json_schema_tool_argument_validator(max_compiled_schemas=2)
     tools = [
