@@ -74,6 +74,46 @@ pub(crate) fn key_table(py: Python<'_>, names: &[Box<str>]) -> KeyTable {
     }
 }
 
+/// The Python strings that objects built from documents validated against one schema share:
+/// object keys from the schema's property names, and string values from the short strings of
+/// its `enum` and `const` keywords (an enum value arrives on almost every call of a tool that
+/// has one). A value is looked up only when some choice has its length, so free text seldom
+/// pays for a lookup.
+pub(crate) struct SchemaStrings {
+    keys: KeyTable,
+    values: KeyTable,
+    /// Bit `n` is set when a choice is `n` bytes long (choices are at most 63 bytes).
+    value_lengths: u64,
+}
+
+impl SchemaStrings {
+    /// The shared string equal to `text`, when `text` is one of the schema's choices.
+    fn value(&self, text: &str) -> Option<&Py<PyString>> {
+        let length = text.len();
+        if length >= 64 || self.value_lengths >> length & 1 == 0 {
+            return None;
+        }
+        self.values.get(text)
+    }
+}
+
+/// The shared strings of a schema with these property names and choices.
+pub(crate) fn schema_strings(
+    py: Python<'_>,
+    property_names: &[Box<str>],
+    choices: &[Box<str>],
+) -> SchemaStrings {
+    let value_lengths = choices
+        .iter()
+        .filter(|choice| choice.len() < 64)
+        .fold(0_u64, |lengths, choice| lengths | 1 << choice.len());
+    SchemaStrings {
+        keys: key_table(py, property_names),
+        values: key_table(py, choices),
+        value_lengths,
+    }
+}
+
 /// Why Python arguments could not be read as JSON.
 pub(crate) enum Unreadable {
     TooDeep,
@@ -254,13 +294,14 @@ impl<'py> PyReader<'py> {
     }
 }
 
-/// Builds the Python value of node `at` (object keys from `keys` where they are found there).
-/// Sets `repeated` when an object of the document repeats a key (its dict came out smaller).
+/// Builds the Python value of node `at` (object keys and string values from `shared` where they
+/// are found there). Sets `repeated` when an object of the document repeats a key (its dict came
+/// out smaller).
 pub(crate) fn build<'py>(
     py: Python<'py>,
     doc: &Document<'_>,
     at: u32,
-    keys: Option<&KeyTable>,
+    shared: Option<&SchemaStrings>,
     repeated: &mut bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     Ok(match doc.entry(at) {
@@ -269,12 +310,18 @@ pub(crate) fn build<'py>(
         Entry::Int(value) => value.into_pyobject(py)?.into_any(),
         Entry::UInt(value) => value.into_pyobject(py)?.into_any(),
         Entry::Float(value) => PyFloat::new(py, *value).into_any(),
-        Entry::Str(text) => PyString::new(py, doc.text(text)).into_any(),
+        Entry::Str(text) => {
+            let text = doc.text(text);
+            match shared.and_then(|strings| strings.value(text)) {
+                Some(choice) => choice.bind(py).clone().into_any(),
+                None => PyString::new(py, text).into_any(),
+            }
+        }
         Entry::Array { start, len } => {
             let elements = doc.array_elements(*start, *len);
             let mut built = Vec::with_capacity(elements.len());
             for &element in elements {
-                built.push(build(py, doc, element, keys, repeated)?);
+                built.push(build(py, doc, element, shared, repeated)?);
             }
             PyList::new(py, built)?.into_any()
         }
@@ -285,15 +332,15 @@ pub(crate) fn build<'py>(
             let root = at == doc.root_index();
             for (position, member) in doc.object_members(*start, *len).iter().enumerate() {
                 let name = doc.text(&member.key);
-                let value = build(py, doc, member.value, keys, repeated)?;
-                let shared = keys.and_then(|table| {
+                let value = build(py, doc, member.value, shared, repeated)?;
+                let key = shared.and_then(|strings| {
                     if root {
-                        table.get_at(position, name)
+                        strings.keys.get_at(position, name)
                     } else {
-                        table.get(name)
+                        strings.keys.get(name)
                     }
                 });
-                match shared {
+                match key {
                     Some(key) => dict.set_item(key.bind(py), value)?,
                     None => dict.set_item(PyString::new(py, name), value)?,
                 }

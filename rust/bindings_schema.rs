@@ -25,7 +25,8 @@ use pyo3::sync::PyOnceLock;
 
 use crate::bindings::{ArgumentsError, SchemaGuardError, type_name};
 use crate::bindings_document::{
-    KeyTable, StrMap, Unreadable, build, key_table, with_python_document,
+    KeyTable, SchemaStrings, StrMap, Unreadable, build, key_table, schema_strings,
+    with_python_document,
 };
 use crate::document::{Document, ParseFailure, Repeats, Source, Tape, parse};
 use crate::guards::{ALL_LIMITS, GuardViolation, Limits, scan_json};
@@ -523,7 +524,7 @@ impl PySchemaValidator {
         Ok(PyCompiledSchema {
             entry,
             limits,
-            keys: PyOnceLock::new(),
+            strings: PyOnceLock::new(),
             paths: PyOnceLock::new(),
             messages: MessageTable::default(),
         })
@@ -666,8 +667,8 @@ pub(crate) fn limit_table() -> Vec<(&'static str, usize, usize)> {
 pub(crate) struct PyCompiledSchema {
     entry: Arc<CompiledSchema<Tape>>,
     limits: Limits,
-    /// The schema's property names as interned Python strings, made on the first parse.
-    keys: PyOnceLock<KeyTable>,
+    /// The schema's property names and choices as Python strings, made on the first parse.
+    strings: PyOnceLock<SchemaStrings>,
     /// `/<name>` for each property name, as Python strings made on the first report: the paths
     /// of most issues, shared rather than made for each.
     paths: PyOnceLock<KeyTable>,
@@ -747,11 +748,11 @@ impl PyCompiledSchema {
         py: Python<'py>,
         doc: &mut Document<'_>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let keys = self
-            .keys
-            .get_or_init(py, || key_table(py, &self.entry.property_names));
+        let strings = self.strings.get_or_init(py, || {
+            schema_strings(py, &self.entry.property_names, &self.entry.choices)
+        });
         let mut repeated = false;
-        let arguments = build(py, doc, doc.root_index(), Some(keys), &mut repeated)?;
+        let arguments = build(py, doc, doc.root_index(), Some(strings), &mut repeated)?;
         if repeated {
             doc.resolve_repeats();
         }

@@ -476,18 +476,31 @@ fn percent_decode(text: &str) -> String {
 
 /// Checks a parsed schema against every schema guard (see the module doc).
 pub fn check_schema(schema: &Value, limits: &Limits) -> Result<SchemaStats, GuardViolation> {
-    check_schema_with_names(schema, limits).map(|(stats, _)| stats)
+    check_schema_with_words(schema, limits).map(|(stats, _)| stats)
 }
 
 /// Property names collected per schema, at most.
 pub const MAX_PROPERTY_NAMES: usize = 1024;
 
-/// `check_schema`, also returning the names under every `properties` of a schema object (at most
-/// `MAX_PROPERTY_NAMES`, repeats included), collected on the same walk.
-pub fn check_schema_with_names<'a>(
+/// Strings of `enum` and `const` collected per schema, at most, and the longest collected.
+pub const MAX_CHOICE_STRINGS: usize = 256;
+pub const MAX_CHOICE_STRING_BYTES: usize = 63;
+
+/// The strings a schema names that arguments built for it will most likely hold, gathered on the
+/// guard walk (repeats included): the names under every `properties` of a schema object (at most
+/// `MAX_PROPERTY_NAMES`), and the string values of every `enum` and `const` of one (at most
+/// `MAX_CHOICE_STRINGS`, each at most `MAX_CHOICE_STRING_BYTES` long).
+#[derive(Debug, Default)]
+pub struct SchemaWords<'a> {
+    pub property_names: Vec<&'a str>,
+    pub choices: Vec<&'a str>,
+}
+
+/// `check_schema`, also returning the schema's words (see `SchemaWords`).
+pub fn check_schema_with_words<'a>(
     schema: &'a Value,
     limits: &Limits,
-) -> Result<(SchemaStats, Vec<&'a str>), GuardViolation> {
+) -> Result<(SchemaStats, SchemaWords<'a>), GuardViolation> {
     let mut walker = Walker {
         limits,
         stats: SchemaStats::default(),
@@ -497,11 +510,11 @@ pub fn check_schema_with_names<'a>(
         seen_as_schema: AHashSet::new(),
         stack: vec![Frame::root(schema)],
         trail: Trail::new(),
-        property_names: Vec::new(),
+        words: SchemaWords::default(),
     };
     walker.run()?;
     check_alias_cycles(&walker.anchors, &walker.aliases, &walker.trail)?;
-    Ok((walker.stats, walker.property_names))
+    Ok((walker.stats, walker.words))
 }
 
 /// One node waiting to be checked.
@@ -559,7 +572,7 @@ struct Walker<'a, 'l> {
     seen_as_schema: AHashSet<*const Value>,
     stack: Vec<Frame<'a>>,
     trail: Trail<'a>,
-    property_names: Vec<&'a str>,
+    words: SchemaWords<'a>,
 }
 
 impl<'a> Walker<'a, '_> {
@@ -701,6 +714,23 @@ impl<'a> Walker<'a, '_> {
         }
     }
 
+    /// The short strings of an `enum` (an array) or a `const` (one value), while there is room.
+    fn collect_choices(&mut self, item: &'a Value) {
+        let values = match item {
+            Value::Array(values) => values.as_slice(),
+            one => std::slice::from_ref(one),
+        };
+        let choices = &mut self.words.choices;
+        let room = MAX_CHOICE_STRINGS.saturating_sub(choices.len());
+        choices.extend(
+            values
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|text| text.len() <= MAX_CHOICE_STRING_BYTES)
+                .take(room),
+        );
+    }
+
     /// Queues one member of an object, knowing which keywords hold subschemas.
     fn push_member(
         &mut self,
@@ -716,14 +746,17 @@ impl<'a> Walker<'a, '_> {
             count,
         } = *parent;
         let child_at = self.trail.push(at, Step::Key(key));
+        if is_schema && count && (key == "enum" || key == "const") {
+            self.collect_choices(item);
+        }
         if is_schema && SCHEMA_MAP_KEYWORDS.contains(&key) {
             if let Value::Object(entries) = item {
                 self.enter(depth + 1, child_at)?;
                 self.count_keys(entries, child_at, count)?;
                 if key == "properties" && count {
-                    let room = MAX_PROPERTY_NAMES.saturating_sub(self.property_names.len());
-                    self.property_names
-                        .extend(entries.keys().take(room).map(String::as_str));
+                    let names = &mut self.words.property_names;
+                    let room = MAX_PROPERTY_NAMES.saturating_sub(names.len());
+                    names.extend(entries.keys().take(room).map(String::as_str));
                 }
                 for (name, sub) in entries {
                     let at = self.trail.push(child_at, Step::Key(name));
@@ -901,6 +934,45 @@ mod tests {
 
     fn check(schema: &Value) -> Result<SchemaStats, GuardViolation> {
         check_schema(schema, &Limits::default())
+    }
+
+    fn words(schema: &Value) -> (Vec<&str>, Vec<&str>) {
+        let (_, words) = check_schema_with_words(schema, &Limits::default()).unwrap();
+        (words.property_names, words.choices)
+    }
+
+    #[test]
+    fn choices_are_the_short_strings_of_enum_and_const_in_schemas() {
+        let long = "x".repeat(MAX_CHOICE_STRING_BYTES + 1);
+        let schema = json!({
+            "properties": {
+                "enum": {"enum": ["a", 1, null, "b", long]},
+                "const": {"const": "c"},
+                "list": {"items": {"const": 5}, "default": {"enum": ["not a schema"]}},
+            },
+            "examples": [{"const": "not a schema either"}],
+            "$defs": {"d": {"anyOf": [{"enum": ["d"]}]}},
+        });
+        let (names, choices) = words(&schema);
+        assert_eq!(names, ["const", "enum", "list"]);
+        let mut choices = choices;
+        choices.sort_unstable();
+        assert_eq!(choices, ["a", "b", "c", "d"]);
+    }
+
+    #[test]
+    fn choices_stop_at_their_cap() {
+        let many: Vec<String> = (0..MAX_CHOICE_STRINGS + 50)
+            .map(|n| n.to_string())
+            .collect();
+        let schema = json!({"enum": many, "properties": {"p": {"const": "late"}}});
+        let (_, choices) = words(&schema);
+        assert_eq!(choices.len(), MAX_CHOICE_STRINGS);
+        assert!(
+            choices
+                .iter()
+                .all(|choice| choice.len() <= MAX_CHOICE_STRING_BYTES)
+        );
     }
 
     #[test]

@@ -22,7 +22,7 @@ use jsonschema::{Draft, PatternCache, PatternOptions, Retrieve, Uri, ValidationE
 use lru::LruCache;
 use serde_json::Value;
 
-use crate::guards::{GuardViolation, Limits, check_schema_with_names};
+use crate::guards::{GuardViolation, Limits, check_schema_with_words};
 
 /// Pattern keywords compiled through one shared `PatternCache` before it is replaced by an
 /// empty one: the cache is what lets schemas that repeat a pattern compile it once, and the
@@ -77,7 +77,7 @@ pub fn build_validator<F: Json>(
     limits: &Limits,
     patterns: Option<&PatternCache>,
 ) -> Result<Built<F>, GuardViolation> {
-    let (stats, names) = check_schema_with_names(schema, limits)?;
+    let (stats, names) = check_schema_with_words(schema, limits)?;
     let draft = draft_of(schema)?;
     let mut options = jsonschema::options_for::<F>()
         .with_draft(draft)
@@ -92,17 +92,22 @@ pub fn build_validator<F: Json>(
         .map_err(|err| GuardViolation::InvalidSchema {
             reason: crate::guards::excerpt(&err.masked().to_string(), 300),
         })?;
-    let mut seen = ahash::AHashSet::with_capacity(names.len());
-    let property_names = names
-        .into_iter()
-        .filter(|name| seen.insert(*name))
-        .map(Box::from)
-        .collect();
     Ok(Built {
         validator,
         patterns: stats.patterns,
-        property_names,
+        property_names: each_once(names.property_names),
+        choices: each_once(names.choices),
     })
+}
+
+/// `words` in their first order, each once.
+fn each_once(words: Vec<&str>) -> Box<[Box<str>]> {
+    let mut seen = ahash::AHashSet::with_capacity(words.len());
+    words
+        .into_iter()
+        .filter(|word| seen.insert(*word))
+        .map(Box::from)
+        .collect()
 }
 
 /// A validator with what the guards learned of its schema.
@@ -112,6 +117,8 @@ pub struct Built<F: Json> {
     pub patterns: usize,
     /// Its property names, each once.
     pub property_names: Box<[Box<str>]>,
+    /// The short strings of its `enum` and `const` keywords, each once.
+    pub choices: Box<[Box<str>]>,
 }
 
 /// One problem with an instance: where (JSON Pointer), which keyword, and a masked message that
@@ -455,6 +462,9 @@ pub struct CompiledSchema<F: Json = SerdeJson> {
     /// `guards::MAX_PROPERTY_NAMES` met): the keys that arguments built for it will most likely
     /// hold.
     pub property_names: Box<[Box<str>]>,
+    /// The short strings its `enum` and `const` keywords allow, each once (see
+    /// `guards::SchemaWords`): the string values arguments built for it will most likely hold.
+    pub choices: Box<[Box<str>]>,
     canonical: Box<[u8]>,
 }
 
@@ -571,6 +581,7 @@ impl<F: Json> SchemaCache<F> {
         let entry = Arc::new(CompiledSchema {
             validator: built.validator,
             property_names: built.property_names,
+            choices: built.choices,
             canonical: canonical.into(),
         });
         if !collides {

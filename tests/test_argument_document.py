@@ -306,3 +306,53 @@ def test_keys_come_out_right_whatever_order_each_call_sends(orders: list[list[st
             assert issues == []
             assert arguments == json.loads(text)
             assert list(arguments) == names
+
+
+UNITS = {
+    "type": "object",
+    "properties": {
+        "units": {"enum": ["metric", "imperial", 3, None]},
+        "mode": {"const": "fast"},
+        "nested": {"type": "array", "items": {"enum": ["low", "high"]}},
+        "note": {"type": "string"},
+    },
+}
+
+
+def test_enum_and_const_strings_come_out_as_one_shared_object() -> None:
+    # A string value equal to one of the schema's enum or const strings is handed over as one
+    # shared object, wherever it stands; other strings are made per call as before.
+    adapter = create_json_schema_adapter()
+    text = '{"units": "metric", "mode": "fast", "nested": ["high", "low"], "note": "metric"}'
+    first, issues = adapter.parse_and_validate(UNITS, text)
+    second, _ = adapter.parse_and_validate(UNITS, text)
+    assert issues == []
+    assert first == second == json.loads(text)
+    assert first["units"] is second["units"]
+    assert first["mode"] is second["mode"]
+    assert first["nested"][0] is second["nested"][0]
+    # Equal text is the same value wherever it stands: a note that says "metric" shares it too.
+    assert first["note"] is first["units"]
+    free = adapter.parse_and_validate(UNITS, '{"note": "metrik"}')[0]
+    again = adapter.parse_and_validate(UNITS, '{"note": "metrik"}')[0]
+    assert free == again == {"note": "metrik"}
+    assert free["note"] is not again["note"]
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(["metric", "imperial", "fast", "low", "high", "", "metri", "fast!"]),
+            st.text(max_size=12),
+        ),
+        max_size=8,
+    )
+)
+def test_values_near_the_choices_come_out_as_json_loads_gives_them(values: list[str]) -> None:
+    # Strings of a choice's length that are not a choice, escapes, and non-ASCII text all go
+    # through the lookup; every one must come out exactly as json.loads reads it.
+    adapter = create_json_schema_adapter()
+    text = json.dumps({"note": "x", "tags": values, "pairs": {value: value for value in values}})
+    arguments, issues = adapter.parse_and_validate(UNITS, text)
+    assert issues == []
+    assert arguments == json.loads(text)
