@@ -1793,8 +1793,9 @@ sometimes by 2x, and leaves the rest alone, so a single row can be off while the
 load average was {load_before} when the run started and {load_after} when it ended ({cores}
 cores). {repeats}
 To check a verdict that sits near its limit, run the suite again (`--suite NAME`, or `--repeat N`
-to keep each row's lowest median over N runs) and compare; for exact, repeatable numbers on the
-Rust side, count instructions with `valgrind --tool=callgrind`.
+to keep each row's lowest median over N runs) and compare. For numbers that repeat exactly,
+`python benches/instructions.py` counts the instructions a call of each side of those targets
+takes (callgrind): not time, but not moved by the neighbours either.
 """
 
 

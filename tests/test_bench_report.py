@@ -550,3 +550,54 @@ def test_repeat_runs_the_benchmark_n_times_and_the_quality_script_once(tmp_path:
     assert sum("search_quality.py" in command for command in commands) == 1
     with pytest.raises(SystemExit):
         report.parse_args(["--repeat", "0"])
+
+
+# ------------------------------------------------------------------ benches/instructions.py
+
+
+def load_instructions() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "bench_instructions", ROOT / "benches" / "instructions.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_instructions"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+instructions = load_instructions()
+
+
+def test_instruction_totals_come_from_callgrinds_last_collected_line() -> None:
+    output = "==12== Callgrind, a call-graph generating cache profiler\n==12== Collected : 1234\n"
+    assert instructions.collected(output) == 1234
+    assert instructions.collected(output + "==13== Collected : 99\n") == 99
+    with pytest.raises(RuntimeError, match="no instruction total"):
+        instructions.collected("valgrind: command not found")
+
+
+def test_instruction_targets_read_both_ways() -> None:
+    by_name = {case.name: case for case in instructions.CASES}
+    text = by_name["text-small"]
+    assert text.ratio(1_020, 1_000) == pytest.approx(1.02)
+    assert not text.holds(text.ratio(1_020, 1_000))
+    assert text.holds(text.ratio(1_000, 1_000))
+    faster = by_name["openai-agents"]
+    assert faster.ratio(1_000, 9_000) == pytest.approx(9.0)
+    assert faster.holds(9.0)
+    assert not faster.holds(7.9)
+    rendered = instructions.table([(text, 1_020, 1_000), (faster, 1_000, 9_000)])
+    lines = rendered.splitlines()
+    assert lines[2] == (
+        "| text to validated dict, small schema | 1,020 | 1,000 | 1.020x | at most 1x | **no** |"
+    )
+    assert lines[3].endswith("| 9.000x | at least 8x | yes |")
+
+
+def test_every_instruction_case_names_sides_that_exist() -> None:
+    for case in instructions.CASES:
+        assert case.ours in instructions.SIDES
+        assert case.other in instructions.SIDES
+    assert len({case.name for case in instructions.CASES}) == len(instructions.CASES)
