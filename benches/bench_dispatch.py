@@ -122,9 +122,9 @@ async def discard_event_async(event: AgentEvent) -> None:
 
 
 def ours_batch(
-    emit: Callable[[AgentEvent], Any] | None = None, ledger: Any = None
+    emit: Callable[[AgentEvent], Any] | None = None, ledger: Any = None, calls: int = CALLS
 ) -> Callable[[], Coroutine[Any, Any, None]]:
-    """A batch of ``CALLS`` dispatches of one prebuilt call. The keywords are written out in
+    """A batch of ``calls`` dispatches of one prebuilt call. The keywords are written out in
     each loop (no ``**options``), so the call costs what it costs in a host's code."""
     registry = one_tool_registry()
     context = call_context()
@@ -132,11 +132,11 @@ def ours_batch(
     tool_filter = DISPATCH_FILTER
 
     async def plain() -> None:
-        for _ in range(CALLS):
+        for _ in range(calls):
             await dispatch_tool_call(call, registry=registry, context=context, filter=tool_filter)
 
     async def audited() -> None:
-        for _ in range(CALLS):
+        for _ in range(calls):
             await dispatch_tool_call(
                 call,
                 registry=registry,

@@ -168,32 +168,11 @@ def _compile(case: str, peer: bool) -> Callable[[int], None]:
 
 def _dispatch(audited: bool) -> Callable[[int], None]:
     import bench_dispatch as bd
-    from prism_tools import ToolCall, dispatch_tool_call
 
-    registry, context, tool_filter = bd.one_tool_registry(), bd.call_context(), bd.DISPATCH_FILTER
-    call = ToolCall(id=bd.CALL_ID, name=bd.TOOL_NAME, arguments=dict(bd.ARGS))
-    emit, ledger = bd.discard_event, bd.DiscardingLedger()
     loop = asyncio.new_event_loop()
-    bd.check_ours(loop, **({"emit": emit, "ledger": ledger} if audited else {}))
-
-    # The keywords written out, as in the report's rows.
-    async def plain(n: int) -> None:
-        for _ in range(n):
-            await dispatch_tool_call(call, registry=registry, context=context, filter=tool_filter)
-
-    async def with_audit(n: int) -> None:
-        for _ in range(n):
-            await dispatch_tool_call(
-                call,
-                registry=registry,
-                context=context,
-                filter=tool_filter,
-                emit=emit,
-                ledger=ledger,
-            )
-
-    batch = with_audit if audited else plain
-    return lambda n: loop.run_until_complete(batch(n))
+    options = {"emit": bd.discard_event, "ledger": bd.DiscardingLedger()} if audited else {}
+    bd.check_ours(loop, **options)
+    return lambda n: loop.run_until_complete(bd.ours_batch(**options, calls=n)())
 
 
 def _dispatch_openai_agents() -> Callable[[int], None]:

@@ -16,19 +16,19 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def load_report() -> ModuleType:
+def load_bench_script(file_name: str, module_name: str) -> ModuleType:
     # benches/ is not a package (its bench files import each other as top-level modules, as
-    # `cd benches && pytest bench_x.py` has them), so load report.py by path.
-    spec = importlib.util.spec_from_file_location("bench_report", ROOT / "benches" / "report.py")
+    # `cd benches && pytest bench_x.py` has them), so its scripts are loaded by path.
+    spec = importlib.util.spec_from_file_location(module_name, ROOT / "benches" / file_name)
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_report"] = module
+    sys.modules[module_name] = module
     spec.loader.exec_module(module)
     return module
 
 
-report = load_report()
+report = load_bench_script("report.py", "bench_report")
 
 
 # ----------------------------------------------------------------------------- JSON documents
@@ -555,19 +555,7 @@ def test_repeat_runs_the_benchmark_n_times_and_the_quality_script_once(tmp_path:
 # ------------------------------------------------------------------ benches/instructions.py
 
 
-def load_instructions() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "bench_instructions", ROOT / "benches" / "instructions.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_instructions"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-instructions = load_instructions()
+instructions = load_bench_script("instructions.py", "bench_instructions")
 
 
 def test_instruction_totals_come_from_callgrinds_last_collected_line() -> None:
