@@ -164,6 +164,94 @@ async def test_success_events_rows_and_tool_context_carry_exactly_these_fields()
     assert tool_context.progress is not ignore_progress
 
 
+async def test_progress_blocked_and_error_rows_carry_exactly_these_fields() -> None:
+    # These rows take a different builder from the two lifecycle rows: pin each field the same way.
+    owner = Ownership(tenant_id="t1", account_id="a1", user_id="u1")
+
+    async def reporting(args: dict[str, Any], ctx: ToolExecutionContext) -> str:
+        await ctx.progress(0.5, {"step": 1})
+        return "done"
+
+    failing = Spy(error=RuntimeError("boom"))
+    registry = create_tool_registry(
+        [ToolDefinition(name="report", execute=reporting), ToolDefinition("fail", failing)]
+    )
+    ledger = InMemoryRunLedger()
+    for name, call_id in (("report", "c1"), ("missing", "c2"), ("fail", "c3")):
+        await dispatch_tool_call(
+            call(name, call_id=call_id),
+            registry=registry,
+            context=context(call_id),
+            ledger=ledger,
+            ownership=owner,
+        )
+    progress_row = ledger.records[1]
+    blocked_row = ledger.records[3]
+    error_row = ledger.records[5]
+    assert [row.status for row in ledger.records] == [
+        "started",
+        "started",
+        "finished",
+        "blocked",
+        "started",
+        "error",
+    ]
+    same: dict[str, Any] = {
+        "session_id": "s1",
+        "run_id": "r1",
+        "arguments": {},
+        "tenant_id": "t1",
+        "account_id": "a1",
+        "user_id": "u1",
+    }
+    assert progress_row.progress_at is not None
+    assert progress_row == ToolCallRecord(
+        id=progress_row.id,
+        tool_call_id="c1",
+        name="report",
+        status="started",
+        started_at=ledger.records[0].started_at,
+        progress=0.5,
+        progress_metadata={"step": 1},
+        progress_at=progress_row.progress_at,
+        **same,
+    )
+    assert blocked_row.result is not None
+    assert blocked_row.finished_at is not None
+    assert blocked_row == ToolCallRecord(
+        id=blocked_row.id,
+        tool_call_id="c2",
+        name="missing",
+        status="blocked",
+        started_at=blocked_row.started_at,
+        finished_at=blocked_row.finished_at,
+        result=blocked_row.result,
+        reason="unknown_tool",
+        **same,
+    )
+    assert blocked_row.result.error == ErrorInfo(message="Unknown tool: missing")
+    assert error_row.result is not None
+    assert error_row.finished_at is not None
+    assert error_row == ToolCallRecord(
+        id=error_row.id,
+        tool_call_id="c3",
+        name="fail",
+        status="error",
+        started_at=ledger.records[4].started_at,
+        finished_at=error_row.finished_at,
+        result=error_row.result,
+        **same,
+    )
+    assert error_row.result.error is not None
+    assert error_row.result.error.message == "boom"
+    assert failing.calls != []
+    for row in (progress_row, blocked_row, error_row):
+        assert type(row) is ToolCallRecord
+        assert ROW_ID.fullmatch(row.id)
+        assert ISO_MILLIS.fullmatch(row.started_at)
+    assert len({row.id for row in ledger.records}) == 6
+
+
 async def test_redacted_success_events_and_rows_are_scrubbed_and_marked() -> None:
     the_call = call(arguments={"key": "tok-123"})
     result, recorder, ledger = await run(Spy(value="tok-123"), the_call, secrets=["tok-123"])
