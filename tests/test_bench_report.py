@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import struct
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -589,3 +590,23 @@ def test_every_instruction_case_names_sides_that_exist() -> None:
         assert case.ours in instructions.SIDES
         assert case.other in instructions.SIDES
     assert len({case.name for case in instructions.CASES}) == len(instructions.CASES)
+
+
+def test_instruction_counts_difference_the_batches_and_refuse_an_empty_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    commands: list[list[str]] = []
+    per_batch = {"1000": 9_000_000, "2000": 17_500_000}
+
+    def fake_run(command: list[str], **_: Any) -> subprocess.CompletedProcess[str]:
+        commands.append(command)
+        calls = command[command.index("--calls") + 1]
+        stderr = f"==1== Collected : {per_batch[calls]}\n"
+        return subprocess.CompletedProcess(command, 0, stdout="", stderr=stderr)
+
+    monkeypatch.setattr(instructions.subprocess, "run", fake_run)
+    assert instructions.per_call("text_small", 1000) == 8_500
+    assert all(f"--toggle-collect={instructions.BATCH_ENTRY}" in cmd for cmd in commands)
+    per_batch.update({"1000": 0, "2000": 0})
+    with pytest.raises(RuntimeError, match="counted nothing inside _operator_call"):
+        instructions.per_call("text_small", 1000)
