@@ -1793,9 +1793,10 @@ sometimes by 2x, and leaves the rest alone, so a single row can be off while the
 load average was {load_before} when the run started and {load_after} when it ended ({cores}
 cores). {repeats}
 To check a verdict that sits near its limit, run the suite again (`--suite NAME`, or `--repeat N`
-to keep each row's lowest median over N runs) and compare. For numbers that repeat exactly,
-`python benches/instructions.py` counts the instructions a call of each side of those targets
-takes (callgrind): not time, but not moved by the neighbours either.
+to keep each row's lowest median over N runs) and compare. For numbers the neighbours do not
+move, `python benches/instructions.py` counts the instructions a call of each side of those
+targets takes (callgrind, inside the batch of calls only): not time, but our rows repeat to the
+instruction and the peers' within about 1%.
 """
 
 
