@@ -18,20 +18,22 @@ use crate::document::{Document, Entry, Member, Text, index};
 /// A table keyed by short strings (names, paths, messages), hashed with foldhash.
 pub(crate) type StrMap<V> = std::collections::HashMap<Box<str>, V, foldhash::fast::RandomState>;
 
-/// Interned Python strings of a schema's property names, found by name, and for the first
-/// members of the root argument object also by position: arguments for one tool mostly come
-/// with their keys in the same order, so the entry the member at a position matched last time
-/// is checked first, with one comparison, before the hash lookup.
+/// Interned Python strings of a schema's property names (or of its string choices), found by
+/// name, and also by position in the document: arguments for one tool mostly come in the same
+/// shape, keys in the same order, so the entry the string at a position (a member's index among
+/// the document's members, a value's among its nodes) matched last time is checked first, with
+/// one comparison, before the hash lookup.
 pub(crate) struct KeyTable {
     entries: Box<[(Box<str>, Py<PyString>)]>,
     by_name: StrMap<u32>,
-    /// Per member position, the entry it matched last (`u32::MAX`: none yet). A guess is only
-    /// ever checked, never trusted, so threads racing on one cannot make a key wrong.
-    guesses: [AtomicU32; GUESSED_POSITIONS],
+    /// Per position, the entry it matched last (`u32::MAX`: none yet). A guess is only ever
+    /// checked, never trusted, so threads racing on one cannot make a string wrong.
+    guesses: Box<[AtomicU32]>,
 }
 
-/// Member positions of an argument object whose last match is remembered.
-const GUESSED_POSITIONS: usize = 16;
+/// Positions per name whose last match is remembered, and the most remembered per table.
+const GUESSES_PER_NAME: usize = 8;
+const MAX_GUESSES: usize = 256;
 
 impl KeyTable {
     /// The string of `name`.
@@ -40,7 +42,7 @@ impl KeyTable {
         Some(&self.entries[at as usize].1)
     }
 
-    /// The string of `name`, the key of the member at `position` of an argument object.
+    /// The string of `name`, found at `position` of a document.
     fn get_at(&self, position: usize, name: &str) -> Option<&Py<PyString>> {
         let Some(guess) = self.guesses.get(position) else {
             return self.get(name);
@@ -67,10 +69,11 @@ pub(crate) fn key_table(py: Python<'_>, names: &[Box<str>]) -> KeyTable {
             entries.push((name.clone(), PyString::intern(py, name).unbind()));
         }
     }
+    let positions = (entries.len() * GUESSES_PER_NAME).min(MAX_GUESSES);
     KeyTable {
         entries: entries.into_boxed_slice(),
         by_name,
-        guesses: std::array::from_fn(|_| AtomicU32::new(u32::MAX)),
+        guesses: (0..positions).map(|_| AtomicU32::new(u32::MAX)).collect(),
     }
 }
 
@@ -87,13 +90,14 @@ pub(crate) struct SchemaStrings {
 }
 
 impl SchemaStrings {
-    /// The shared string equal to `text`, when `text` is one of the schema's choices.
-    fn value(&self, text: &str) -> Option<&Py<PyString>> {
+    /// The shared string equal to `text`, node `at` of a document, when `text` is one of the
+    /// schema's choices.
+    fn value(&self, at: u32, text: &str) -> Option<&Py<PyString>> {
         let length = text.len();
         if length >= 64 || self.value_lengths >> length & 1 == 0 {
             return None;
         }
-        self.values.get(text)
+        self.values.get_at(at as usize, text)
     }
 }
 
@@ -157,8 +161,6 @@ pub(crate) fn with_python_document<T>(
 ) -> Result<T, Unreadable> {
     let mut reader = PyReader {
         doc: Document::with_capacity(16),
-        members: Vec::with_capacity(8),
-        elements: Vec::new(),
         holders: Vec::with_capacity(16),
         max_depth,
         max_nodes,
@@ -173,18 +175,19 @@ pub(crate) fn with_python_document<T>(
     } = reader;
     let mut doc: Document<'_> = doc;
     // Every string was checked as UTF-8 while reading, so `to_str` cannot fail here.
-    doc.held = holders
-        .iter()
-        .map(|string| string.to_str().unwrap_or_default())
-        .collect();
+    doc.held.extend(
+        holders
+            .iter()
+            .map(|string| string.to_str().unwrap_or_default()),
+    );
     doc.finish(unusual_keys);
-    Ok(then(&doc))
+    let result = then(&doc);
+    doc.recycle();
+    Ok(result)
 }
 
 struct PyReader<'py> {
     doc: Document<'static>,
-    members: Vec<Member<'static>>,
-    elements: Vec<u32>,
     holders: Vec<Bound<'py, PyString>>,
     max_depth: usize,
     max_nodes: usize,
@@ -220,7 +223,7 @@ impl<'py> PyReader<'py> {
             if depth >= self.max_depth {
                 return Err(Unreadable::TooDeep);
             }
-            let mark = self.members.len();
+            let mark = self.doc.open_object();
             for (key, value) in dict.iter() {
                 let Ok(key) = key.cast::<PyString>() else {
                     return Err(not_json(format!("a {} key", type_name(&key))));
@@ -230,12 +233,12 @@ impl<'py> PyReader<'py> {
                 let value = self
                     .read(&value, depth + 1)
                     .map_err(|failure| under(key.to_str().unwrap_or_default(), failure))?;
-                self.members.push(Member { key: text, value });
+                self.doc.add_member(Member { key: text, value });
             }
             if self.doc.len() >= self.max_nodes {
                 return Err(Unreadable::TooMany);
             }
-            return Ok(self.doc.close_object(&mut self.members, mark));
+            return Ok(self.doc.close_object(mark));
         }
         if let Ok(flag) = object.cast::<PyBool>() {
             return self.push(Entry::Bool(flag.is_true()));
@@ -280,17 +283,17 @@ impl<'py> PyReader<'py> {
         if depth >= self.max_depth {
             return Err(Unreadable::TooDeep);
         }
-        let mark = self.elements.len();
+        let mark = self.doc.open_array();
         for (position, item) in items.enumerate() {
             let element = self
                 .read(&item, depth + 1)
                 .map_err(|failure| under(&position.to_string(), failure))?;
-            self.elements.push(element);
+            self.doc.add_element(element);
         }
         if self.doc.len() >= self.max_nodes {
             return Err(Unreadable::TooMany);
         }
-        Ok(self.doc.close_array(&mut self.elements, mark))
+        Ok(self.doc.close_array(mark))
     }
 }
 
@@ -312,7 +315,7 @@ pub(crate) fn build<'py>(
         Entry::Float(value) => PyFloat::new(py, *value).into_any(),
         Entry::Str(text) => {
             let text = doc.text(text);
-            match shared.and_then(|strings| strings.value(text)) {
+            match shared.and_then(|strings| strings.value(at, text)) {
                 Some(choice) => choice.bind(py).clone().into_any(),
                 None => PyString::new(py, text).into_any(),
             }
@@ -327,19 +330,11 @@ pub(crate) fn build<'py>(
         }
         Entry::Object { start, len, .. } => {
             let dict = PyDict::new(py);
-            // Only the root object's keys are looked up by position: nested objects would
-            // overwrite each other's guesses.
-            let root = at == doc.root_index();
-            for (position, member) in doc.object_members(*start, *len).iter().enumerate() {
+            for (offset, member) in doc.object_members(*start, *len).iter().enumerate() {
                 let name = doc.text(&member.key);
                 let value = build(py, doc, member.value, shared, repeated)?;
-                let key = shared.and_then(|strings| {
-                    if root {
-                        strings.keys.get_at(position, name)
-                    } else {
-                        strings.keys.get(name)
-                    }
-                });
+                let position = *start as usize + offset;
+                let key = shared.and_then(|strings| strings.keys.get_at(position, name));
                 match key {
                     Some(key) => dict.set_item(key.bind(py), value)?,
                     None => dict.set_item(PyString::new(py, name), value)?,

@@ -534,7 +534,9 @@ impl PySchemaValidator {
     fn parse<'py>(&self, py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let doc = parse_document(self.limits(), text_source(text)?)?;
         // A dict resolves repeated keys by itself, and nothing validates this document.
-        build(py, &doc, doc.root_index(), None, &mut false)
+        let arguments = build(py, &doc, doc.root_index(), None, &mut false);
+        doc.recycle();
+        arguments
     }
 
     /// `(hits, misses, maxsize, currsize)` of the compiled-schema cache.
@@ -793,6 +795,7 @@ impl PyCompiledSchema {
             doc.root(),
             max_issues,
         ));
+        doc.recycle();
         Ok((arguments, (found.1 > 0).then_some(found)))
     }
 
@@ -825,10 +828,10 @@ impl PyCompiledSchema {
         let mut doc = parse_document(&self.limits, text_source(text)?)?;
         let arguments = self.build_arguments(py, &mut doc)?;
         let found = collect_issues(&self.entry.validator, doc.root(), max_issues);
-        Ok((
-            arguments,
-            self.report_of(py, tool_name, &found, max_message_bytes)?,
-        ))
+        let report = self.report_of(py, tool_name, &found, max_message_bytes)?;
+        drop(found);
+        doc.recycle();
+        Ok((arguments, report))
     }
 }
 

@@ -30,17 +30,20 @@ const SMALL_OBJECT: usize = 16;
 /// `Entry::Object::sorted` of an object that has no sorted index.
 const NOT_SORTED: u32 = u32::MAX;
 
-/// A string of the document: owned or borrowed from the source text, or one of the strings held
-/// beside the document (`Document::held`, filled once every node is read).
-#[derive(Debug, Clone)]
+/// A string of the document, by where its text lies: a span of the source text (strings without
+/// escapes), a span of the document's own decoded text (strings with escapes), or one of the
+/// strings held beside the document (`Document::held`, filled once every node is read). Plain
+/// indices: no node owns anything, so a document's buffers are reused from call to call.
+#[derive(Debug, Clone, Copy)]
 pub enum Text<'s> {
-    Str(Cow<'s, str>),
+    Source(&'s str),
+    Decoded { start: u32, len: u32 },
     Held(u32),
 }
 
 /// One node. Containers point at their members or elements; indices are `u32` because a
 /// document never has more nodes than the argument byte limit (64 MiB at most) allows.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub enum Entry<'s> {
     Null,
     Bool(bool),
@@ -53,21 +56,62 @@ pub enum Entry<'s> {
 }
 
 /// One object member: its key and the index of its value.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub struct Member<'s> {
     pub key: Text<'s>,
     pub value: u32,
 }
 
-/// A parsed JSON document; the root is the last node.
+/// A parsed JSON document; the root is the last node. Its buffers come from, and go back to
+/// (`recycle`), a spare document kept per thread, so a call allocates nothing for them once
+/// warm. The buffers every document uses sit in the document itself; the others in `Rare`,
+/// boxed, which keeps a document small enough to move without a call to copy it.
 #[derive(Debug, Default)]
 pub struct Document<'s> {
     nodes: Vec<Entry<'s>>,
     members: Vec<Member<'s>>,
-    elements: Vec<u32>,
-    sorted: Vec<u32>,
+    /// Members of the objects still open while the document is built.
+    open_members: Vec<Member<'s>>,
     /// Strings that `Text::Held` points at (Python strings, for documents read from Python).
     pub held: Vec<&'s str>,
+    rare: Box<Rare>,
+}
+
+/// The buffers of a document that only arrays, escapes and large objects use.
+#[derive(Debug, Default)]
+struct Rare {
+    elements: Vec<u32>,
+    /// Elements of the arrays still open while the document is built.
+    open_elements: Vec<u32>,
+    sorted: Vec<u32>,
+    /// The text of strings that held escapes, one after another (`Text::Decoded`).
+    decoded: String,
+}
+
+impl Rare {
+    fn clear(&mut self) {
+        self.elements.clear();
+        self.open_elements.clear();
+        self.sorted.clear();
+        self.decoded.clear();
+    }
+}
+
+/// `vector`, emptied, as a vector of another lifetime. Collecting a vector's own iterator
+/// reuses its allocation when the item layout is unchanged, so this moves no memory and keeps
+/// the capacity; were that ever not so, the spare would only be smaller.
+fn relabel<T, U>(mut vector: Vec<T>, empty: impl Fn() -> U) -> Vec<U> {
+    vector.clear();
+    vector.into_iter().map(|_| empty()).collect()
+}
+
+/// Buffers larger than this (in entries, or sixteen bytes of decoded text) are freed, not kept:
+/// one huge argument must not pin its memory to a thread for good.
+const SPARE_LIMIT: usize = 4096;
+
+thread_local! {
+    /// The buffers of the last document recycled on this thread.
+    static SPARE: std::cell::Cell<Option<Document<'static>>> = const { std::cell::Cell::new(None) };
 }
 
 #[allow(clippy::cast_possible_truncation)] // bounded by the argument limits, see `Entry`
@@ -75,27 +119,76 @@ pub(crate) fn index(n: usize) -> u32 {
     n as u32
 }
 
+/// The text of `text`, from the parts of a document it may lie in.
+#[inline]
+fn text_in<'a>(decoded: &'a str, held: &[&'a str], text: &Text<'a>) -> &'a str {
+    match *text {
+        Text::Source(string) => string,
+        Text::Decoded { start, len } => &decoded[start as usize..(start + len) as usize],
+        Text::Held(at) => held[at as usize],
+    }
+}
+
 impl<'s> Document<'s> {
-    /// An empty document with room for about `nodes` nodes. Most of them are object members
-    /// in tool arguments; room for elements is left to the first array (many have none), which
-    /// saves an allocation and a free on every such call.
+    /// An empty document with room for about `nodes` nodes, on this thread's spare buffers
+    /// when there are some.
     pub fn with_capacity(nodes: usize) -> Self {
-        Self {
-            nodes: Vec::with_capacity(nodes),
-            members: Vec::with_capacity(nodes),
-            elements: Vec::new(),
-            sorted: Vec::new(),
-            held: Vec::new(),
-        }
+        let mut doc: Self = SPARE
+            .try_with(std::cell::Cell::take)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        // Most nodes of tool arguments are object members; room for elements is left to the
+        // first array (many arguments have none).
+        doc.nodes.reserve(nodes);
+        doc.members.reserve(nodes);
+        doc.open_members.reserve(nodes);
+        doc
     }
 
-    /// Empties the document, keeping its allocations.
+    /// Gives the document's buffers back for the next document read on this thread (unless
+    /// they grew large). A document dropped instead simply frees them.
+    pub fn recycle(self) {
+        let rare = &self.rare;
+        let keep = [
+            self.nodes.capacity(),
+            self.members.capacity(),
+            self.open_members.capacity(),
+            self.held.capacity(),
+            rare.elements.capacity(),
+            rare.open_elements.capacity(),
+            rare.sorted.capacity(),
+            rare.decoded.capacity() / 16,
+        ]
+        .iter()
+        .all(|&capacity| capacity <= SPARE_LIMIT);
+        if !keep {
+            return;
+        }
+        let blank = || Member {
+            key: Text::Held(0),
+            value: 0,
+        };
+        let mut rare = self.rare;
+        rare.clear();
+        let spare = Document {
+            nodes: relabel(self.nodes, || Entry::Null),
+            members: relabel(self.members, blank),
+            open_members: relabel(self.open_members, blank),
+            held: relabel(self.held, || ""),
+            rare,
+        };
+        // During thread teardown the slot may be gone: the buffers are then freed.
+        let _ = SPARE.try_with(|slot| slot.set(Some(spare)));
+    }
+
+    /// Empties the document, keeping its buffers.
     pub fn clear(&mut self) {
         self.nodes.clear();
         self.members.clear();
-        self.elements.clear();
-        self.sorted.clear();
+        self.open_members.clear();
         self.held.clear();
+        self.rare.clear();
     }
 
     /// How many nodes the document holds.
@@ -132,28 +225,61 @@ impl<'s> Document<'s> {
 
     /// The elements of an array entry, in order.
     pub fn array_elements(&self, start: u32, len: u32) -> &[u32] {
-        &self.elements[start as usize..(start + len) as usize]
+        &self.rare.elements[start as usize..(start + len) as usize]
     }
 
+    #[inline]
     pub fn text<'a>(&'a self, text: &'a Text<'s>) -> &'a str {
-        match text {
-            Text::Str(string) => string,
-            Text::Held(at) => self.held[*at as usize],
-        }
+        text_in(&self.rare.decoded, &self.held, text)
     }
 
-    // ---- building: leaves, then containers from a stack of pending members and elements ----
+    // ---- building: leaves, then containers from the stacks of open members and elements ----
 
     pub fn push(&mut self, entry: Entry<'s>) -> u32 {
         self.nodes.push(entry);
         index(self.nodes.len() - 1)
     }
 
-    /// Closes an object whose members are `pending[mark..]`; they move into the document.
-    pub fn close_object(&mut self, pending: &mut Vec<Member<'s>>, mark: usize) -> u32 {
+    /// A string of decoded text, appended to the document's own.
+    pub fn push_decoded(&mut self, text: &str) -> Text<'s> {
+        let start = index(self.rare.decoded.len());
+        self.rare.decoded.push_str(text);
+        Text::Decoded {
+            start,
+            len: index(text.len()),
+        }
+    }
+
+    /// Where the members of an object opened now start on the stack of open members.
+    pub fn open_object(&self) -> usize {
+        self.open_members.len()
+    }
+
+    /// Where the elements of an array opened now start on the stack of open elements.
+    pub fn open_array(&self) -> usize {
+        self.rare.open_elements.len()
+    }
+
+    pub fn add_member(&mut self, member: Member<'s>) {
+        self.open_members.push(member);
+    }
+
+    pub fn add_element(&mut self, element: u32) {
+        self.rare.open_elements.push(element);
+    }
+
+    /// Closes the object whose members are the open members from `mark` on; they move into
+    /// the document.
+    pub fn close_object(&mut self, mark: usize) -> u32 {
         let start = index(self.members.len());
-        let len = index(pending.len() - mark);
-        self.members.extend(pending.drain(mark..));
+        let len = index(self.open_members.len() - mark);
+        if start == 0 && mark == 0 {
+            // The first object closed with every open member its own (a flat root object, the
+            // common shape of tool arguments): the stacks trade places instead of copying.
+            std::mem::swap(&mut self.members, &mut self.open_members);
+        } else {
+            self.members.extend(self.open_members.drain(mark..));
+        }
         self.push(Entry::Object {
             start,
             len,
@@ -161,17 +287,18 @@ impl<'s> Document<'s> {
         })
     }
 
-    /// Closes an array whose elements are `pending[mark..]`.
-    pub fn close_array(&mut self, pending: &mut Vec<u32>, mark: usize) -> u32 {
-        let start = index(self.elements.len());
-        let len = index(pending.len() - mark);
-        self.elements.extend(pending.drain(mark..));
+    /// Closes the array whose elements are the open elements from `mark` on.
+    pub fn close_array(&mut self, mark: usize) -> u32 {
+        let start = index(self.rare.elements.len());
+        let len = index(self.rare.open_elements.len() - mark);
+        let rare = &mut *self.rare;
+        rare.elements.extend(rare.open_elements.drain(mark..));
         self.push(Entry::Array { start, len })
     }
 
     /// Resolves repeated object keys of a document parsed with `Repeats::Leave`.
     pub fn resolve_repeats(&mut self) {
-        self.sorted.clear();
+        self.rare.sorted.clear();
         self.finish(true);
     }
 
@@ -196,14 +323,14 @@ impl<'s> Document<'s> {
             if len > SMALL_OBJECT {
                 let mut from = self.sort_keys(start, len);
                 if keys_may_repeat && self.has_repeats(from, len) {
-                    self.sorted.truncate(from as usize);
+                    self.rare.sorted.truncate(from as usize);
                     len = self.deduplicate(start, len);
                     from = self.sort_keys(start, len);
                 }
                 if len > INDEXED_OBJECT {
                     sorted = from;
                 } else {
-                    self.sorted.truncate(from as usize);
+                    self.rare.sorted.truncate(from as usize);
                 }
             }
             self.nodes[at] = Entry::Object {
@@ -216,21 +343,18 @@ impl<'s> Document<'s> {
 
     /// Appends the member positions of an object sorted by key; returns where they start.
     fn sort_keys(&mut self, start: usize, len: usize) -> u32 {
-        let from = self.sorted.len();
-        self.sorted.extend(index(start)..index(start + len));
-        let (members, held) = (&self.members, &self.held);
-        let key = |at: &u32| -> &str {
-            match &members[*at as usize].key {
-                Text::Str(string) => string,
-                Text::Held(held_at) => held[*held_at as usize],
-            }
-        };
-        self.sorted[from..].sort_unstable_by(|a, b| key(a).cmp(key(b)));
+        let from = self.rare.sorted.len();
+        self.rare.sorted.extend(index(start)..index(start + len));
+        let (members, held, rare) = (&self.members, &self.held, &mut *self.rare);
+        let decoded = &rare.decoded;
+        let key = |at: &u32| text_in(decoded, held, &members[*at as usize].key);
+        let sorted = &mut rare.sorted;
+        sorted[from..].sort_unstable_by(|a, b| key(a).cmp(key(b)));
         index(from)
     }
 
     fn has_repeats(&self, from: u32, len: usize) -> bool {
-        let order = &self.sorted[from as usize..from as usize + len];
+        let order = &self.rare.sorted[from as usize..from as usize + len];
         order.windows(2).any(|pair| {
             self.text(&self.members[pair[0] as usize].key)
                 == self.text(&self.members[pair[1] as usize].key)
@@ -301,7 +425,7 @@ impl<'s> Document<'s> {
                 .find(|member| self.text(&member.key) == key)
                 .map(|member| member.value);
         }
-        let order = &self.sorted[sorted as usize..(sorted + len) as usize];
+        let order = &self.rare.sorted[sorted as usize..(sorted + len) as usize];
         order
             .binary_search_by(|&at| self.text(&self.members[at as usize].key).cmp(key))
             .ok()
@@ -504,7 +628,8 @@ impl Json for Tape {
         f: impl FnOnce(DocNode<'_>) -> T,
     ) -> T {
         buffer.clear();
-        buffer.push(Entry::Str(Text::Str(Cow::Owned(string.to_owned()))));
+        let text = buffer.push_decoded(string);
+        buffer.push(Entry::Str(text));
         f(buffer.root())
     }
 }
@@ -807,13 +932,6 @@ pub fn parse(
             limit: max_bytes,
         }));
     }
-    // Argument text spends several bytes a node; the guess saves the first regrowths.
-    let mut builder = Builder::with_capacity((data.len() / 8).clamp(8, 4096), max_depth);
-    if data.iter().all(u8::is_ascii_whitespace) {
-        let mark = builder.members.len();
-        builder.doc.close_object(&mut builder.members, mark);
-        return Ok(builder.doc);
-    }
     // Well-formed text is read directly; anything the direct reader does not take (malformed
     // text, and a few rare forms it leaves to serde_json, see `Reader`) goes through serde_json,
     // which then either reads it the same way or says exactly what is wrong.
@@ -821,6 +939,14 @@ pub fn parse(
         Source::Text(text) => Some(text),
         Source::Bytes(bytes) => std::str::from_utf8(bytes).ok(),
     };
+    // Argument text spends several bytes a node; the guess saves the first regrowths.
+    let nodes = (data.len() / 8).clamp(8, 4096);
+    let mut builder = Builder::new(Document::with_capacity(nodes), max_depth);
+    if data.iter().all(u8::is_ascii_whitespace) {
+        let mark = builder.doc.open_object();
+        builder.doc.close_object(mark);
+        return Ok(builder.doc);
+    }
     if let Some(text) = text {
         if Reader::read(text, &mut builder).is_some() {
             builder.doc.finish(repeats == Repeats::Resolve);
@@ -859,22 +985,18 @@ fn read_into<'s, R: serde_json::de::Read<'s>>(
         .map_err(|err| ParseFailure::Invalid(err.to_string()))
 }
 
-/// A document under construction, with the stacks of members and elements of open containers.
+/// A document under construction, with the depth of its open containers.
 struct Builder<'s> {
     doc: Document<'s>,
-    members: Vec<Member<'s>>,
-    elements: Vec<u32>,
     depth: usize,
     max_depth: usize,
     too_deep: bool,
 }
 
-impl Builder<'_> {
-    fn with_capacity(nodes: usize, max_depth: usize) -> Self {
+impl<'s> Builder<'s> {
+    fn new(doc: Document<'s>, max_depth: usize) -> Self {
         Self {
-            doc: Document::with_capacity(nodes),
-            members: Vec::with_capacity(nodes),
-            elements: Vec::new(),
+            doc,
             depth: 0,
             max_depth,
             too_deep: false,
@@ -884,8 +1006,6 @@ impl Builder<'_> {
     /// Empties the builder for a second reading of the same text.
     fn reset(&mut self) {
         self.doc.clear();
-        self.members.clear();
-        self.elements.clear();
         self.depth = 0;
         self.too_deep = false;
     }
@@ -942,44 +1062,38 @@ impl<'de> Visitor<'de> for Seed<'_, 'de> {
     }
 
     fn visit_borrowed_str<E: serde::de::Error>(self, value: &'de str) -> Result<u32, E> {
-        Ok(self.0.doc.push(Entry::Str(Text::Str(Cow::Borrowed(value)))))
+        Ok(self.0.doc.push(Entry::Str(Text::Source(value))))
     }
 
     fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<u32, E> {
-        Ok(self
-            .0
-            .doc
-            .push(Entry::Str(Text::Str(Cow::Owned(value.to_owned())))))
+        let doc = &mut self.0.doc;
+        let text = doc.push_decoded(value);
+        Ok(doc.push(Entry::Str(text)))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<u32, A::Error> {
         if !self.0.descend() {
             return Err(serde::de::Error::custom("nested too deep"));
         }
-        let mark = self.0.elements.len();
+        let mark = self.0.doc.open_array();
         while let Some(element) = seq.next_element_seed(Seed(&mut *self.0))? {
-            self.0.elements.push(element);
+            self.0.doc.add_element(element);
         }
-        let builder = &mut *self.0;
-        builder.depth -= 1;
-        Ok(builder.doc.close_array(&mut builder.elements, mark))
+        self.0.depth -= 1;
+        Ok(self.0.doc.close_array(mark))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<u32, A::Error> {
         if !self.0.descend() {
             return Err(serde::de::Error::custom("nested too deep"));
         }
-        let mark = self.0.members.len();
-        while let Some(key) = map.next_key_seed(KeySeed)? {
+        let mark = self.0.doc.open_object();
+        while let Some(key) = map.next_key_seed(KeySeed(&mut self.0.doc))? {
             let value = map.next_value_seed(Seed(&mut *self.0))?;
-            self.0.members.push(Member {
-                key: Text::Str(key),
-                value,
-            });
+            self.0.doc.add_member(Member { key, value });
         }
-        let builder = &mut *self.0;
-        builder.depth -= 1;
-        Ok(builder.doc.close_object(&mut builder.members, mark))
+        self.0.depth -= 1;
+        Ok(self.0.doc.close_object(mark))
     }
 }
 
@@ -1051,7 +1165,7 @@ impl<'b, 's> Reader<'b, 's> {
         let entry = match self.peek()? {
             b'{' => return self.object(),
             b'[' => return self.array(),
-            b'"' => Entry::Str(Text::Str(self.string()?)),
+            b'"' => Entry::Str(self.string()?),
             b't' => self.literal("true", Entry::Bool(true))?,
             b'f' => self.literal("false", Entry::Bool(false))?,
             b'n' => self.literal("null", Entry::Null)?,
@@ -1092,7 +1206,7 @@ impl<'b, 's> Reader<'b, 's> {
     }
 
     fn object(&mut self) -> Option<u32> {
-        let mark = self.builder.members.len();
+        let mark = self.builder.doc.open_object();
         let mut closed = self.open(b'}')?;
         while !closed {
             if self.next_token()? != b'"' {
@@ -1104,55 +1218,56 @@ impl<'b, 's> Reader<'b, 's> {
                 return None;
             }
             let value = self.value()?;
-            self.builder.members.push(Member {
-                key: Text::Str(key),
-                value,
-            });
+            self.builder.doc.add_member(Member { key, value });
             closed = self.closes(b'}')?;
         }
         self.builder.depth -= 1;
-        let builder = &mut *self.builder;
-        Some(builder.doc.close_object(&mut builder.members, mark))
+        Some(self.builder.doc.close_object(mark))
     }
 
     fn array(&mut self) -> Option<u32> {
-        let mark = self.builder.elements.len();
+        let mark = self.builder.doc.open_array();
         let mut closed = self.open(b']')?;
         while !closed {
             let element = self.value()?;
-            self.builder.elements.push(element);
+            self.builder.doc.add_element(element);
             closed = self.closes(b']')?;
         }
         self.builder.depth -= 1;
-        let builder = &mut *self.builder;
-        Some(builder.doc.close_array(&mut builder.elements, mark))
+        Some(self.builder.doc.close_array(mark))
     }
 
-    /// The string whose opening quote is at the cursor, borrowed unless it holds escapes.
-    fn string(&mut self) -> Option<Cow<'s, str>> {
+    /// The string whose opening quote is at the cursor: a span of the text unless it holds
+    /// escapes.
+    fn string(&mut self) -> Option<Text<'s>> {
         let start = self.at + 1;
         let end = plain_run(self.bytes(), start);
         match self.bytes().get(end)? {
             b'"' => {
                 self.at = end + 1;
                 // Both ends sit on ASCII bytes, so the slice is on character boundaries.
-                Some(Cow::Borrowed(&self.text[start..end]))
+                Some(Text::Source(&self.text[start..end]))
             }
-            b'\\' => self.escaped_string(start, end).map(Cow::Owned),
+            b'\\' => self.escaped_string(start, end),
             _ => None,
         }
     }
 
-    /// The rest of a string from its first escape at `end`, its plain start at `start`.
-    fn escaped_string(&mut self, start: usize, mut end: usize) -> Option<String> {
+    /// The rest of a string from its first escape at `end`, its plain start at `start`, decoded
+    /// onto the document's decoded text.
+    fn escaped_string(&mut self, start: usize, mut end: usize) -> Option<Text<'s>> {
         let bytes = self.bytes();
-        let mut decoded = String::with_capacity(end - start + 16);
+        let decoded = &mut self.builder.doc.rare.decoded;
+        let first = decoded.len();
         decoded.push_str(&self.text[start..end]);
         loop {
             match bytes.get(end)? {
                 b'"' => {
                     self.at = end + 1;
-                    return Some(decoded);
+                    return Some(Text::Decoded {
+                        start: index(first),
+                        len: index(decoded.len() - first),
+                    });
                 }
                 b'\\' => {
                     let escape = *bytes.get(end + 1)?;
@@ -1303,30 +1418,31 @@ fn unicode_escape(bytes: &[u8], at: usize) -> Option<(char, usize)> {
     }
 }
 
-/// Object keys, borrowed from the text unless they hold escapes.
-struct KeySeed;
+/// Object keys read by `serde_json`: borrowed from the text unless they hold escapes, which are
+/// decoded onto the document's decoded text.
+struct KeySeed<'b, 's>(&'b mut Document<'s>);
 
-impl<'de> DeserializeSeed<'de> for KeySeed {
-    type Value = Cow<'de, str>;
+impl<'de> DeserializeSeed<'de> for KeySeed<'_, 'de> {
+    type Value = Text<'de>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
         deserializer.deserialize_str(self)
     }
 }
 
-impl<'de> Visitor<'de> for KeySeed {
-    type Value = Cow<'de, str>;
+impl<'de> Visitor<'de> for KeySeed<'_, 'de> {
+    type Value = Text<'de>;
 
     fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter.write_str("an object key")
     }
 
     fn visit_borrowed_str<E: serde::de::Error>(self, value: &'de str) -> Result<Self::Value, E> {
-        Ok(Cow::Borrowed(value))
+        Ok(Text::Source(value))
     }
 
     fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<Self::Value, E> {
-        Ok(Cow::Owned(value.to_owned()))
+        Ok(self.0.push_decoded(value))
     }
 }
 
@@ -1390,6 +1506,49 @@ mod tests {
         }
         assert!(object.get(&Tape::prepare_key("z")).unwrap().is_null());
         assert!(object.get(&Tape::prepare_key("key50")).is_none());
+    }
+
+    #[test]
+    fn recycled_buffers_carry_nothing_into_the_next_document() {
+        let first = r#"{"a": "x\ny", "b": [1, {"c": "\u00e9"}], "d": {"e": []}}"#;
+        let second = r#"{"f": "\t", "g": [true, null]}"#;
+        let parsed = doc(first);
+        assert_eq!(
+            parsed.to_value(parsed.root_index()),
+            serde_json::from_str::<Value>(first).unwrap()
+        );
+        parsed.recycle();
+        let parsed = doc(second);
+        // Only the second document's nodes, members, elements and decoded text.
+        assert_eq!(parsed.len(), 5);
+        assert_eq!(parsed.members.len(), 2);
+        assert_eq!(parsed.rare.elements.len(), 2);
+        assert_eq!(parsed.rare.decoded, "\t");
+        assert_eq!(
+            parsed.to_value(parsed.root_index()),
+            serde_json::from_str::<Value>(second).unwrap()
+        );
+    }
+
+    #[test]
+    fn a_recycled_document_lends_its_buffers_to_the_next() {
+        let parsed = doc(r#"{"a": [1, 2, 3], "b": "\n"}"#);
+        let nodes = parsed.nodes.as_ptr();
+        parsed.recycle();
+        let next = Document::with_capacity(4);
+        assert_eq!(next.nodes.as_ptr(), nodes);
+        assert!(next.is_empty() && next.rare.decoded.is_empty());
+    }
+
+    #[test]
+    fn buffers_of_a_huge_document_are_freed_not_kept() {
+        let text = format!("[{}0]", "0,".repeat(SPARE_LIMIT * 2));
+        let parsed = doc(&text);
+        assert!(parsed.nodes.capacity() > SPARE_LIMIT);
+        parsed.recycle();
+        let next = Document::with_capacity(4);
+        assert!(next.nodes.capacity() <= SPARE_LIMIT);
+        assert!(next.rare.elements.capacity() <= SPARE_LIMIT);
     }
 
     #[test]
@@ -1527,21 +1686,44 @@ mod tests {
 
     // ---- the direct reader against serde_json ----
 
+    /// Every node, member, element and index of a document, with each string as its text
+    /// (wherever the text lies), so two readings compare exactly.
+    fn layout(doc: &Document<'_>) -> String {
+        let text = |text: &Text<'_>| format!("{:?}", doc.text(text));
+        let nodes: Vec<String> = doc
+            .nodes
+            .iter()
+            .map(|entry| match entry {
+                Entry::Str(string) => format!("Str({})", text(string)),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        let members: Vec<String> = doc
+            .members
+            .iter()
+            .map(|member| format!("{}: {}", text(&member.key), member.value))
+            .collect();
+        format!(
+            "nodes {nodes:?} members {members:?} elements {:?} sorted {:?}",
+            doc.rare.elements, doc.rare.sorted
+        )
+    }
+
     /// The document `serde_json`'s reading gives, or its message.
     fn read_by_serde(text: &str) -> Result<String, String> {
-        let mut builder = Builder::with_capacity(8, 64);
+        let mut builder = Builder::new(Document::with_capacity(8), 64);
         read_into(&mut builder, serde_json::Deserializer::from_str(text))
             .map_err(|failure| format!("{failure:?}"))?;
         builder.doc.finish(true);
-        Ok(format!("{:?}", builder.doc))
+        Ok(layout(&builder.doc))
     }
 
     /// The document the direct reader gives, if it takes the text.
     fn read_directly(text: &str) -> Option<String> {
-        let mut builder = Builder::with_capacity(8, 64);
+        let mut builder = Builder::new(Document::with_capacity(8), 64);
         Reader::read(text, &mut builder)?;
         builder.doc.finish(true);
-        Some(format!("{:?}", builder.doc))
+        Some(layout(&builder.doc))
     }
 
     /// Whatever the direct reader takes, `serde_json` reads to the same document.
@@ -1618,9 +1800,9 @@ mod tests {
 
     #[test]
     fn the_direct_reader_stops_at_the_depth_limit() {
-        let mut builder = Builder::with_capacity(8, 3);
+        let mut builder = Builder::new(Document::with_capacity(8), 3);
         assert!(Reader::read("[[[1]]]", &mut builder).is_some());
-        let mut builder = Builder::with_capacity(8, 3);
+        let mut builder = Builder::new(Document::with_capacity(8), 3);
         assert!(Reader::read("[[[[1]]]]", &mut builder).is_none());
         assert!(builder.too_deep);
     }

@@ -308,6 +308,53 @@ def test_keys_come_out_right_whatever_order_each_call_sends(orders: list[list[st
             assert list(arguments) == names
 
 
+NESTED_NAMES = ["city", "units", "days", "lang", "zone"]
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.permutations([*NESTED_NAMES, "extra"]).map(lambda names: names[:4]),
+            st.permutations([*NESTED_NAMES, "extra"]).map(lambda names: names[:3]),
+            st.integers(min_value=0, max_value=3),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_nested_keys_come_out_right_whatever_shape_each_call_sends(
+    shapes: list[tuple[list[str], list[str], int]],
+) -> None:
+    # Every key, nested ones too, is found first by the position in the document it had on the
+    # last call: objects inside objects and arrays, in changing orders and counts, must still
+    # give exactly the dicts json.loads gives, keys in the text's order.
+    place = {"type": "object", "properties": {name: {} for name in NESTED_NAMES}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "home": place,
+            "stops": {"type": "array", "items": place},
+            **{name: {} for name in NESTED_NAMES},
+        },
+    }
+    adapter = create_json_schema_adapter()
+    for outer, inner, stops in shapes:
+        value = {
+            **{name: f"{name}-root" for name in outer},
+            "home": {name: f"{name}-home" for name in inner},
+            "stops": [{name: stop for name in inner[stop % len(inner) :]} for stop in range(stops)],
+        }
+        text = json.dumps(value)
+        for _ in range(2):
+            arguments, issues = adapter.parse_and_validate(schema, text)
+            assert issues == []
+            assert arguments == value
+            assert list(arguments["home"]) == inner
+            assert [list(stop) for stop in arguments["stops"]] == [
+                list(stop) for stop in value["stops"]
+            ]
+
+
 UNITS = {
     "type": "object",
     "properties": {
