@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use crate::bindings::type_name;
-use crate::document::{Document, Entry, Member, Text, index};
+use crate::document::{Document, Entry, Member, Text, index, same_text};
 
 /// A table keyed by short strings (names, paths, messages), hashed with foldhash.
 pub(crate) type StrMap<V> = std::collections::HashMap<Box<str>, V, foldhash::fast::RandomState>;
@@ -48,7 +48,7 @@ impl KeyTable {
             return self.get(name);
         };
         if let Some((known, string)) = self.entries.get(guess.load(Ordering::Relaxed) as usize)
-            && **known == *name
+            && same_text(known, name)
         {
             return Some(string);
         }

@@ -422,7 +422,7 @@ impl<'s> Document<'s> {
             return self
                 .object_members(start, len)
                 .iter()
-                .find(|member| self.text(&member.key) == key)
+                .find(|member| same_text(self.text(&member.key), key))
                 .map(|member| member.value);
         }
         let order = &self.rare.sorted[sorted as usize..(sorted + len) as usize];
@@ -881,6 +881,36 @@ impl<'a> Array<'a, Tape> for DocArray<'a> {
 }
 
 // ------------------------------------------------------------------------------ text parsing
+
+/// Whether two strings are equal, for the short ones of object keys and choices: up to sixteen
+/// bytes are compared as at most two overlapping words each way, with no call to `memcmp`.
+#[inline]
+pub fn same_text(left: &str, right: &str) -> bool {
+    let (left, right) = (left.as_bytes(), right.as_bytes());
+    let len = left.len();
+    if len != right.len() {
+        return false;
+    }
+    let word = |bytes: &[u8], at: usize| -> u64 {
+        bytes
+            .get(at..at + 8)
+            .and_then(|chunk| <[u8; 8]>::try_from(chunk).ok())
+            .map_or(0, u64::from_le_bytes)
+    };
+    let half = |bytes: &[u8], at: usize| -> u32 {
+        bytes
+            .get(at..at + 4)
+            .and_then(|chunk| <[u8; 4]>::try_from(chunk).ok())
+            .map_or(0, u32::from_le_bytes)
+    };
+    match len {
+        0 => true,
+        1..=3 => left.iter().zip(right).all(|(a, b)| a == b),
+        4..=8 => half(left, 0) == half(right, 0) && half(left, len - 4) == half(right, len - 4),
+        9..=16 => word(left, 0) == word(right, 0) && word(left, len - 8) == word(right, len - 8),
+        _ => left == right,
+    }
+}
 
 /// Why argument text could not become a document.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1846,6 +1876,26 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn same_text_is_string_equality(
+            left in "[a-c\u{e9}]{0,20}",
+            right in "[a-c\u{e9}]{0,20}",
+            changed in any::<prop::sample::Index>(),
+        ) {
+            prop_assert_eq!(same_text(&left, &right), left == right);
+            prop_assert!(same_text(&left, &left.clone()));
+            // One character changed anywhere, first, middle or last, makes them differ.
+            if !left.is_empty() {
+                let at = changed.index(left.chars().count());
+                let near: String = left
+                    .chars()
+                    .enumerate()
+                    .map(|(position, c)| if position == at { 'z' } else { c })
+                    .collect();
+                prop_assert!(!same_text(&left, &near));
+            }
+        }
+
         #[test]
         fn the_direct_reader_reads_generated_json_as_serde_does(
             value in value_strategy(),
