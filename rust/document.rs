@@ -30,10 +30,11 @@ const SMALL_OBJECT: usize = 16;
 /// `Entry::Object::sorted` of an object that has no sorted index.
 const NOT_SORTED: u32 = u32::MAX;
 
-/// A string of the document, by where its text lies: a span of the source text (strings without
-/// escapes), a span of the document's own decoded text (strings with escapes), or one of the
-/// strings held beside the document (`Document::held`, filled once every node is read). Plain
-/// indices: no node owns anything, so a document's buffers are reused from call to call.
+/// A string of the document, by where its text lies: borrowed from the source text (strings
+/// without escapes), a span of the document's own decoded text (strings with escapes), or one of
+/// the strings held beside the document (`Document::held`, filled once every node is read). No
+/// node owns anything, so dropping a document walks no nodes and its buffers are reused from
+/// call to call.
 #[derive(Debug, Clone, Copy)]
 pub enum Text<'s> {
     Source(&'s str),
