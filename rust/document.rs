@@ -883,36 +883,6 @@ impl<'a> Array<'a, Tape> for DocArray<'a> {
 
 // ------------------------------------------------------------------------------ text parsing
 
-/// Whether two strings are equal, for the short ones of object keys and choices: up to sixteen
-/// bytes are compared as at most two overlapping words each way, with no call to `memcmp`.
-#[inline]
-pub fn same_text(left: &str, right: &str) -> bool {
-    let (left, right) = (left.as_bytes(), right.as_bytes());
-    let len = left.len();
-    if len != right.len() {
-        return false;
-    }
-    let word = |bytes: &[u8], at: usize| -> u64 {
-        bytes
-            .get(at..at + 8)
-            .and_then(|chunk| <[u8; 8]>::try_from(chunk).ok())
-            .map_or(0, u64::from_le_bytes)
-    };
-    let half = |bytes: &[u8], at: usize| -> u32 {
-        bytes
-            .get(at..at + 4)
-            .and_then(|chunk| <[u8; 4]>::try_from(chunk).ok())
-            .map_or(0, u32::from_le_bytes)
-    };
-    match len {
-        0 => true,
-        1..=3 => left.iter().zip(right).all(|(a, b)| a == b),
-        4..=8 => half(left, 0) == half(right, 0) && half(left, len - 4) == half(right, len - 4),
-        9..=16 => word(left, 0) == word(right, 0) && word(left, len - 8) == word(right, len - 8),
-        _ => left == right,
-    }
-}
-
 /// Why argument text could not become a document.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ParseFailure {
@@ -1393,11 +1363,7 @@ fn bytes_below(word: u64, limit: u8) -> u64 {
 /// none of them stops it, then byte by byte.
 fn plain_run(bytes: &[u8], from: usize) -> usize {
     let mut end = from;
-    while let Some(chunk) = bytes.get(end..end + 8) {
-        let Ok(chunk) = <[u8; 8]>::try_from(chunk) else {
-            break;
-        };
-        let word = u64::from_le_bytes(chunk);
+    while let Some(word) = word_at(bytes, end) {
         let stops = bytes_below(word, 0x20)
             | bytes_below(word ^ (EVERY_BYTE * u64::from(b'"')), 1)
             | bytes_below(word ^ (EVERY_BYTE * u64::from(b'\\')), 1);
@@ -1410,6 +1376,44 @@ fn plain_run(bytes: &[u8], from: usize) -> usize {
         end += 1;
     }
     end
+}
+
+/// The eight bytes of `bytes` from `at` as one little-endian word, if there are eight.
+#[inline]
+fn word_at(bytes: &[u8], at: usize) -> Option<u64> {
+    let chunk = <[u8; 8]>::try_from(bytes.get(at..at + 8)?).ok()?;
+    Some(u64::from_le_bytes(chunk))
+}
+
+/// The four bytes of `bytes` from `at` as one little-endian half word, if there are four.
+#[inline]
+fn half_at(bytes: &[u8], at: usize) -> Option<u32> {
+    let chunk = <[u8; 4]>::try_from(bytes.get(at..at + 4)?).ok()?;
+    Some(u32::from_le_bytes(chunk))
+}
+
+/// Whether two strings are equal, for the short ones of object keys and choices: up to sixteen
+/// bytes are compared as at most two overlapping words each way, with no call to `memcmp`.
+#[inline]
+pub fn same_text(left: &str, right: &str) -> bool {
+    let (left, right) = (left.as_bytes(), right.as_bytes());
+    let len = left.len();
+    if len != right.len() {
+        return false;
+    }
+    match len {
+        0 => true,
+        1..=3 => left.iter().zip(right).all(|(a, b)| a == b),
+        4..=8 => {
+            half_at(left, 0) == half_at(right, 0)
+                && half_at(left, len - 4) == half_at(right, len - 4)
+        }
+        9..=16 => {
+            word_at(left, 0) == word_at(right, 0)
+                && word_at(left, len - 8) == word_at(right, len - 8)
+        }
+        _ => left == right,
+    }
 }
 
 fn skip_digits(bytes: &[u8], mut at: usize) -> usize {
