@@ -42,18 +42,26 @@ impl KeyTable {
         Some(&self.entries[at as usize].1)
     }
 
-    /// The string of `name`, found at `position` of a document.
+    /// The string of `name`, found at `position` of a document. The check of the guess is
+    /// inlined into the builder; the lookup by hash, out of line, keeps it small.
+    #[inline]
     fn get_at(&self, position: usize, name: &str) -> Option<&Py<PyString>> {
-        let Some(guess) = self.guesses.get(position) else {
-            return self.get(name);
-        };
-        if let Some((known, string)) = self.entries.get(guess.load(Ordering::Relaxed) as usize)
+        if let Some(guess) = self.guesses.get(position)
+            && let Some((known, string)) = self.entries.get(guess.load(Ordering::Relaxed) as usize)
             && same_text(known, name)
         {
             return Some(string);
         }
+        self.find_at(position, name)
+    }
+
+    /// `get_at` when the guess for `position` is not `name`: the lookup by hash, remembered.
+    #[inline(never)]
+    fn find_at(&self, position: usize, name: &str) -> Option<&Py<PyString>> {
         let at = *self.by_name.get(name)?;
-        guess.store(at, Ordering::Relaxed);
+        if let Some(guess) = self.guesses.get(position) {
+            guess.store(at, Ordering::Relaxed);
+        }
         Some(&self.entries[at as usize].1)
     }
 }
@@ -80,13 +88,20 @@ pub(crate) fn key_table(py: Python<'_>, names: &[Box<str>]) -> KeyTable {
 /// The Python strings that objects built from documents validated against one schema share:
 /// object keys from the schema's property names, and string values from the short strings of
 /// its `enum` and `const` keywords (an enum value arrives on almost every call of a tool that
-/// has one). A value is looked up only when some choice has its length, so free text seldom
-/// pays for a lookup.
+/// has one). A value is looked up only when some choice has its length and its first byte, so
+/// free text seldom pays for a lookup.
 pub(crate) struct SchemaStrings {
     keys: KeyTable,
     values: KeyTable,
     /// Bit `n` is set when a choice is `n` bytes long (choices are at most 63 bytes).
     value_lengths: u64,
+    /// Bit `b` is set when a choice starts with byte `b`.
+    value_first_bytes: [u64; 4],
+}
+
+/// Whether bit `bit` of a 256-bit set is set.
+fn has_bit(set: &[u64; 4], bit: u8) -> bool {
+    set[usize::from(bit >> 6)] >> (bit & 63) & 1 == 1
 }
 
 impl SchemaStrings {
@@ -95,6 +110,12 @@ impl SchemaStrings {
     fn value(&self, at: u32, text: &str) -> Option<&Py<PyString>> {
         let length = text.len();
         if length >= 64 || self.value_lengths >> length & 1 == 0 {
+            return None;
+        }
+        // Some choices are empty: their length passed above, and they have no first byte.
+        if let Some(&first) = text.as_bytes().first()
+            && !has_bit(&self.value_first_bytes, first)
+        {
             return None;
         }
         self.values.get_at(at as usize, text)
@@ -107,14 +128,17 @@ pub(crate) fn schema_strings(
     property_names: &[Box<str>],
     choices: &[Box<str>],
 ) -> SchemaStrings {
-    let value_lengths = choices
-        .iter()
-        .filter(|choice| choice.len() < 64)
-        .fold(0_u64, |lengths, choice| lengths | 1 << choice.len());
+    let choices_kept = || choices.iter().filter(|choice| choice.len() < 64);
+    let value_lengths = choices_kept().fold(0_u64, |lengths, choice| lengths | 1 << choice.len());
+    let mut value_first_bytes = [0_u64; 4];
+    for &first in choices_kept().filter_map(|choice| choice.as_bytes().first()) {
+        value_first_bytes[usize::from(first >> 6)] |= 1 << (first & 63);
+    }
     SchemaStrings {
         keys: key_table(py, property_names),
         values: key_table(py, choices),
         value_lengths,
+        value_first_bytes,
     }
 }
 
