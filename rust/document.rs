@@ -1267,8 +1267,8 @@ impl<'b, 's> Reader<'b, 's> {
     }
 
     /// The string whose opening quote is at the cursor: a span of the text unless it holds
-    /// escapes. Forced inline into its two callers, which the compiler does not do on its own:
-    /// a call per string cost about 2% of a large argument's whole parse, validate and build.
+    /// escapes. Forced inline into its callers, which the compiler does not do on its own: a
+    /// call per string cost about 2% of a large argument's whole parse, validate and build.
     /// Escapes stay out of line.
     #[allow(clippy::inline_always)]
     #[inline(always)]
@@ -2021,8 +2021,12 @@ mod tests {
             fraction in proptest::option::of("[0-9]{1,21}"),
             exponent in proptest::option::of("[eE][+-]?[0-9]{1,4}"),
         ) {
+            // Without a fraction or an exponent it would be an integer: those are read elsewhere.
+            let exponent = match (&fraction, exponent) {
+                (None, None) => "e0".to_owned(),
+                (_, exponent) => exponent.unwrap_or_default(),
+            };
             let fraction = fraction.map(|digits| format!(".{digits}")).unwrap_or_default();
-            let exponent = exponent.unwrap_or_else(|| "e0".into());
             let text = format!("{}{integer}{fraction}{exponent}", if negative { "-" } else { "" });
             let expected: f64 = text.parse().unwrap();
             let mut builder = Builder::new(Document::with_capacity(8), 64);
