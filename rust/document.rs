@@ -1643,6 +1643,35 @@ mod tests {
     }
 
     #[test]
+    fn large_objects_and_only_those_get_a_sorted_index() {
+        let object = |members: usize| {
+            let body: Vec<String> = (0..members).map(|n| format!("\"k{n}\": {n}")).collect();
+            format!("{{{}}}", body.join(","))
+        };
+        let indexed = |text: &str| -> Vec<bool> {
+            let parsed = parse(Source::Text(text), 1 << 20, 64, Repeats::Leave).unwrap();
+            parsed
+                .nodes
+                .iter()
+                .filter_map(|entry| match entry {
+                    Entry::Object { sorted, .. } => Some(*sorted != NOT_SORTED),
+                    _ => None,
+                })
+                .collect()
+        };
+        // A large object nested in a small one is indexed; its small neighbour is not.
+        let nested = format!(
+            "{{\"big\": {}, \"small\": {}}}",
+            object(INDEXED_OBJECT + 1),
+            object(3)
+        );
+        assert_eq!(indexed(&nested), [true, false, false]);
+        // Many small objects, more members than INDEXED_OBJECT in all: none is indexed.
+        let many = format!("[{}]", vec![object(10); 5].join(","));
+        assert_eq!(indexed(&many), [false; 5]);
+    }
+
+    #[test]
     fn recycled_buffers_carry_nothing_into_the_next_document() {
         let first = r#"{"a": "x\ny", "b": [1, {"c": "\u00e9"}], "d": {"e": []}}"#;
         let second = r#"{"f": "\t", "g": [true, null]}"#;
