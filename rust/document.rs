@@ -1239,14 +1239,7 @@ impl<'b, 's> Reader<'b, 's> {
             if self.next_token()? != b':' {
                 return None;
             }
-            // A string value (the most common kind) is read here, without a call to `value`.
-            self.skip_whitespace();
-            let value = if self.peek() == Some(b'"') {
-                let text = self.string()?;
-                self.builder.doc.push(Entry::Str(text))
-            } else {
-                self.value()?
-            };
+            let value = self.value()?;
             self.builder.doc.add_member(Member { key, value });
             closed = self.closes(b'}')?;
         }
@@ -1379,9 +1372,7 @@ impl<'b, 's> Reader<'b, 's> {
         if digits.len() > MAX_PLAIN_DIGITS {
             return None;
         }
-        let magnitude = digits
-            .iter()
-            .fold(0u64, |total, digit| total * 10 + u64::from(digit - b'0'));
+        let magnitude = digits_value(0, digits);
         if !negative {
             return Some(Entry::UInt(magnitude));
         }
@@ -1484,11 +1475,7 @@ impl DecimalParts<'_> {
         if count > MAX_PLAIN_DIGITS {
             return None;
         }
-        let mantissa = self
-            .integer
-            .iter()
-            .chain(self.fraction)
-            .fold(0u64, |total, digit| total * 10 + u64::from(digit - b'0'));
+        let mantissa = digits_value(digits_value(0, self.integer), self.fraction);
         if mantissa > 1 << 53 {
             return None;
         }
@@ -1499,9 +1486,7 @@ impl DecimalParts<'_> {
         if digits.len() > 3 {
             return None;
         }
-        let written = digits
-            .iter()
-            .fold(0i64, |total, digit| total * 10 + i64::from(digit - b'0'));
+        let written = i64::try_from(digits_value(0, digits)).ok()?;
         let power =
             if negative { -written } else { written } - i64::try_from(self.fraction.len()).ok()?;
         #[allow(clippy::cast_precision_loss)] // at most 2^53: exact
@@ -1513,6 +1498,13 @@ impl DecimalParts<'_> {
             mantissa * scale
         })
     }
+}
+
+/// `total` with the decimal `digits` (ASCII, at most as many as fit 64 bits) written after it.
+fn digits_value(total: u64, digits: &[u8]) -> u64 {
+    digits
+        .iter()
+        .fold(total, |total, digit| total * 10 + u64::from(digit - b'0'))
 }
 
 fn skip_digits(bytes: &[u8], mut at: usize) -> usize {
