@@ -228,27 +228,50 @@ impl PySchemaValidator {
         self.remembered.store(hits + 1, Ordering::Relaxed);
     }
 
-    /// The compiled schema of `schema`: this thread's last one, remembered by identity, or
-    /// guarded, compiled (or found in the LRU) and remembered.
-    fn compiled_for<'py>(
+    /// `use_compiled` applied to the compiled schema of `schema`: this thread's last one,
+    /// remembered by identity, or guarded, compiled (or found in the LRU) and remembered. Inlined
+    /// into each caller, since a repeat is a few comparisons, and the slot's compiled schema is
+    /// lent, not referenced again; everything else is out of line in `find_and_remember`.
+    #[inline]
+    fn with_compiled<'py, R>(
+        &self,
+        schema: &Bound<'py, PyAny>,
+        use_compiled: impl FnOnce(&Bound<'py, PyCompiledSchema>) -> R,
+    ) -> PyResult<R> {
+        let py = schema.py();
+        let answered = LAST_FOUND.with(|slot| {
+            // A slot being replaced (its old objects freed, which may run Python code that
+            // validates again) is skipped, not waited for. While `use_compiled` runs, the slot
+            // is only read: a validation it starts finds the slot as a repeat would, and cannot
+            // replace it.
+            let found = slot.try_borrow().ok().filter(|slot| {
+                slot.as_ref().is_some_and(|last| {
+                    last.validator == self.id
+                        && last.schema.bind(py).is(schema)
+                        && last.forgettings == self.forgettings.load(Ordering::Relaxed)
+                })
+            });
+            match found.as_ref().and_then(|slot| slot.as_ref()) {
+                Some(last) => Ok(use_compiled(last.compiled.bind(py))),
+                None => Err(use_compiled),
+            }
+        });
+        match answered {
+            Ok(answer) => {
+                self.count_remembered();
+                Ok(answer)
+            }
+            Err(use_compiled) => Ok(use_compiled(&self.find_and_remember(schema)?)),
+        }
+    }
+
+    /// The compiled schema of `schema` when it is not this thread's last one: from the memo or
+    /// compiled, and remembered as the last one.
+    #[inline(never)]
+    fn find_and_remember<'py>(
         &self,
         schema: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyCompiledSchema>> {
-        let py = schema.py();
-        let last = LAST_FOUND.with(|slot| {
-            // A slot being replaced (its old objects freed, which may run Python code that
-            // validates again) is skipped, not waited for.
-            let slot = slot.try_borrow().ok()?;
-            let last = slot.as_ref()?;
-            (last.validator == self.id
-                && last.schema.bind(py).is(schema)
-                && last.forgettings == self.forgettings.load(Ordering::Relaxed))
-            .then(|| last.compiled.bind(py).clone())
-        });
-        if let Some(compiled) = last {
-            self.count_remembered();
-            return Ok(compiled);
-        }
         let (compiled, forgettings) = self.remembered_or_compiled(schema)?;
         let found = LastFound {
             validator: self.id,
@@ -553,7 +576,7 @@ impl PySchemaValidator {
 
     /// The compiled schema of a schema object, remembered by identity (see `Memo`).
     fn compiled<'py>(&self, schema: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyCompiledSchema>> {
-        self.compiled_for(schema)
+        self.with_compiled(schema, Bound::clone)
     }
 
     /// `CompiledSchema.validate` of the compiled schema of `schema`, in one call.
@@ -564,10 +587,9 @@ impl PySchemaValidator {
         instance: &Bound<'_, PyAny>,
         max_issues: usize,
     ) -> PyResult<Option<Found>> {
-        Ok(self
-            .compiled_for(schema)?
-            .get()
-            .validate(instance, max_issues))
+        self.with_compiled(schema, |compiled| {
+            compiled.get().validate(instance, max_issues)
+        })
     }
 
     /// `CompiledSchema.parse_and_validate` of the compiled schema of `schema`, in one call.
@@ -579,9 +601,11 @@ impl PySchemaValidator {
         text: &Bound<'py, PyAny>,
         max_issues: usize,
     ) -> PyResult<(Bound<'py, PyAny>, Option<Found>)> {
-        self.compiled_for(schema)?
-            .get()
-            .parse_and_validate(schema.py(), text, max_issues)
+        self.with_compiled(schema, |compiled| {
+            compiled
+                .get()
+                .parse_and_validate(schema.py(), text, max_issues)
+        })?
     }
 
     /// `JsonSchemaAdapter.parse_and_validate`, answered here so the adapter adds no Python frame:
@@ -596,10 +620,9 @@ impl PySchemaValidator {
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyList>)> {
         static ARGUMENT_ISSUE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
         let py = schema.py();
-        let (arguments, found) = self
-            .compiled_for(schema)?
-            .get()
-            .parse_and_validate(py, text, max_issues)?;
+        let (arguments, found) = self.with_compiled(schema, |compiled| {
+            compiled.get().parse_and_validate(py, text, max_issues)
+        })??;
         let issues = PyList::empty(py);
         if let Some((found, _)) = found {
             let issue = ARGUMENT_ISSUE.import(py, "prism_tools.validation", "ArgumentIssue")?;
@@ -622,13 +645,11 @@ impl PySchemaValidator {
         max_issues: usize,
     ) -> PyResult<(Bound<'py, PyAny>, Option<Bound<'py, PyAny>>)> {
         let py = schema.py();
-        let (arguments, report) = self.compiled_for(schema)?.get().parse_and_report(
-            py,
-            text,
-            tool_name,
-            max_message_bytes,
-            max_issues,
-        )?;
+        let (arguments, report) = self.with_compiled(schema, |compiled| {
+            compiled
+                .get()
+                .parse_and_report(py, text, tool_name, max_message_bytes, max_issues)
+        })??;
         let problem = report
             .map(|report| invalid_arguments_error(py, report))
             .transpose()?;
@@ -647,11 +668,13 @@ impl PySchemaValidator {
         max_issues: usize,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let py = schema.py();
-        self.compiled_for(schema)?
-            .get()
-            .report(py, instance, tool_name, max_message_bytes, max_issues)?
-            .map(|report| invalid_arguments_error(py, report))
-            .transpose()
+        self.with_compiled(schema, |compiled| {
+            compiled
+                .get()
+                .report(py, instance, tool_name, max_message_bytes, max_issues)
+        })??
+        .map(|report| invalid_arguments_error(py, report))
+        .transpose()
     }
 }
 

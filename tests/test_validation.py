@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import select
 import socket
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -1252,6 +1254,55 @@ def test_a_schema_evicted_by_another_thread_is_read_again() -> None:
     schema["type"] = "string"
     assert core.validate_with(schema, 1) is not None
     assert core.validate_with(schema, "one") is None
+
+
+def test_a_validation_run_by_the_collector_inside_another_answers_right() -> None:
+    # A collection can start in the middle of a validation (the core allocates the argument
+    # dict), and a gc callback can validate again on the same thread and validator while the
+    # outer one still holds this thread's last schema. Both must answer from their own schemas.
+    core = SchemaValidator()
+    outer = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    inner = {"type": "string"}
+    text = '{"n": 2, "rows": [{"a": [1]}, {"b": [2]}, {"c": [3]}]}'
+
+    def validate_outer() -> tuple[Any, Any]:
+        return core.parse_and_validate_with(outer, text)
+
+    inside: list[tuple[Any, ...]] = []
+
+    def during_collection(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and sys._getframe(1).f_code is validate_outer.__code__:
+            inside.append(
+                (
+                    core.validate_with(inner, "text"),
+                    core.validate_with(inner, 1),
+                    core.validate_with(outer, {"n": "two"}),
+                    core.validate_with(outer, {"n": 2}),
+                )
+            )
+
+    assert validate_outer()[1] is None  # `outer` is this thread's last schema from here on
+    threshold = gc.get_threshold()
+    gc.callbacks.append(during_collection)
+    gc.set_threshold(1)
+    try:
+        answers = [validate_outer() for _ in range(50)]
+    finally:
+        gc.set_threshold(*threshold)
+        gc.callbacks.remove(during_collection)
+    assert inside, "no collection started inside a validation"
+    for text_ok, number_refused, outer_refused, outer_ok in inside:
+        assert text_ok is None
+        assert number_refused is not None
+        assert [keyword for _, keyword, _ in number_refused[0]] == ["type"]
+        assert outer_refused is not None
+        assert [path for path, _, _ in outer_refused[0]] == ["/n"]
+        assert outer_ok is None
+    for arguments, found in answers:
+        assert found is None
+        assert arguments == json.loads(text)
+    assert core.validate_with(outer, {"n": "two"}) is not None
+    assert core.validate_with(inner, 1) is not None
 
 
 # --- create_tool_registry(check_schemas=True) -------------------------------------------------
