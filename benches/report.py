@@ -1013,7 +1013,10 @@ of the validation, and that gap also carries passing the schema into the call. T
 call of its own, `adapter.compiled`, is mostly the price of any Python call: {call_share} of a
 small validation through the adapter, {call_above_floor} with the floor ({floor}) taken off both
 sides, where 2% would be {two_pct}. The two rows that give the gap are about 0.4 µs each and a
-few nanoseconds apart, so their difference moves from run to run by about as much as it is.
+few nanoseconds apart, so their difference moves from run to run by about as much as it is; timing
+the two in alternation does not fix that here (the gap's middle half still spans about ten
+points). `python benches/instructions.py --case cache-hit` counts the same two rows in
+instructions, which repeat from run to run.
 """
 
 
