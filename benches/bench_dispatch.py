@@ -232,9 +232,9 @@ def test_noop_ours_argument_text(benchmark: Any, loop: asyncio.AbstractEventLoop
     run_batches(benchmark, loop, DISPATCH, batch)
 
 
-def test_noop_floor(benchmark: Any, loop: asyncio.AbstractEventLoop) -> None:
-    """The least a checked dispatch can do in Python: dict lookup, set membership, isinstance,
-    await the tool."""
+def floor_batch(calls: int = CALLS) -> Callable[[], Coroutine[Any, Any, None]]:
+    """A batch of ``calls`` awaits of the least a checked dispatch can do in Python: dict
+    lookup, set membership, isinstance, await the tool. Shared with ``instructions.py``."""
     tools = {TOOL_NAME: noop}
     allowed = {TOOL_NAME, "search", "fetch"}
     context = call_context()
@@ -253,10 +253,15 @@ def test_noop_floor(benchmark: Any, loop: asyncio.AbstractEventLoop) -> None:
         return await tool(args, context)
 
     async def batch() -> None:
-        for _ in range(CALLS):
+        for _ in range(calls):
             await floor_dispatch(call)
 
-    run_batches(benchmark, loop, DISPATCH, batch)
+    return batch
+
+
+def test_noop_floor(benchmark: Any, loop: asyncio.AbstractEventLoop) -> None:
+    """The hand-written floor (``floor_batch``)."""
+    run_batches(benchmark, loop, DISPATCH, floor_batch())
 
 
 def test_noop_openai_agents(benchmark: Any, loop: asyncio.AbstractEventLoop) -> None:

@@ -92,6 +92,13 @@ CASES = (
         1.02,
     ),
     Case(
+        "floor",
+        "dispatch, over the hand-written floor",
+        "dispatch",
+        "dispatch_floor",
+        4.0,
+    ),
+    Case(
         "openai-agents",
         "dispatch, times faster than openai-agents",
         "dispatch",
@@ -207,6 +214,14 @@ def _dispatch(audited: bool) -> Callable[[int], None]:
     return lambda n: loop.run_until_complete(bd.ours_batch(**options, calls=n)())
 
 
+def _dispatch_floor() -> Callable[[int], None]:
+    import bench_dispatch as bd
+
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(bd.floor_batch(calls=1)())
+    return lambda n: loop.run_until_complete(bd.floor_batch(calls=n)())
+
+
 def _dispatch_openai_agents() -> Callable[[int], None]:
     from agents import function_tool
     from agents.tool_context import ToolContext
@@ -246,6 +261,7 @@ SIDES: dict[str, Callable[[], Callable[[int], None]]] = {
     "validate_compiled": lambda: _cache(through_lookup=False),
     "dispatch": lambda: _dispatch(audited=False),
     "dispatch_audited": lambda: _dispatch(audited=True),
+    "dispatch_floor": _dispatch_floor,
     "dispatch_openai_agents": _dispatch_openai_agents,
 }
 
