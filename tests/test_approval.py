@@ -4,12 +4,13 @@ fresh process, through plain JSON state), sticky decisions, and the checkpoint s
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import sqlite3
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support import EventLog
+from tests.support import EventLog, OpenedConnections
 
 from prism_tools import ToolCall, ToolDefinition, ToolExecutionContext, create_tool_registry
 from prism_tools.agent import APPROVAL_REQUIRED, AgentRunError, Session, create_agent
@@ -638,10 +639,12 @@ async def test_resume_shrinks_the_grant_to_the_tools_registered_now() -> None:
 
 
 @pytest.fixture(params=["memory", "sqlite"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> CheckpointStore:
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CheckpointStore]:
     if request.param == "memory":
-        return InMemoryCheckpointStore()
-    return SqliteCheckpointStore(tmp_path / "checkpoints.db")
+        yield InMemoryCheckpointStore()
+        return
+    with SqliteCheckpointStore(tmp_path / "checkpoints.db") as sqlite_store:
+        yield sqlite_store
 
 
 def test_checkpoint_stores_save_load_and_delete(store: CheckpointStore) -> None:
@@ -659,8 +662,27 @@ def test_checkpoint_stores_save_load_and_delete(store: CheckpointStore) -> None:
 
 def test_the_sqlite_store_survives_reopening(tmp_path: Path) -> None:
     path = tmp_path / "checkpoints.db"
-    SqliteCheckpointStore(path).save("s1", {"version": 1})
-    assert SqliteCheckpointStore(path).load("s1") == {"version": 1}
+    with SqliteCheckpointStore(path) as first:
+        first.save("s1", {"version": 1})
+    with SqliteCheckpointStore(path) as again:
+        assert again.load("s1") == {"version": 1}
+
+
+def test_the_sqlite_store_closes_its_connection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    not_a_database = tmp_path / "notes.db"
+    not_a_database.write_bytes(b"these are not the pages of a database" * 100)
+    opened = OpenedConnections().install(monkeypatch)
+    with pytest.raises(sqlite3.DatabaseError):
+        SqliteCheckpointStore(not_a_database)
+    with SqliteCheckpointStore(tmp_path / "checkpoints.db") as store:
+        store.save("s1", {"version": 1})
+        assert len(opened.still_open()) == 1
+    assert len(opened.connections) == 2
+    assert opened.still_open() == []
+    with pytest.raises(sqlite3.ProgrammingError):
+        store.load("s1")
 
 
 async def test_a_suspended_run_is_checkpointed_and_resumed_by_session_id(

@@ -25,6 +25,7 @@ import signal
 import sqlite3
 import time
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,7 @@ Backend = tuple[Callable[[], Any], Callable[[], Any]]
 
 
 def side_effects(side: Path, call_id: str) -> int:
-    with sqlite3.connect(side) as conn:
+    with closing(sqlite3.connect(side)) as conn, conn:
         (count,) = conn.execute(
             "SELECT COUNT(*) FROM transfers WHERE call = ?", (call_id,)
         ).fetchone()
@@ -69,7 +70,7 @@ def side_effects(side: Path, call_id: str) -> int:
 
 def make_tool(side: Path, pause: float) -> ToolDefinition:
     async def transfer(args: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
-        with sqlite3.connect(side) as conn:
+        with closing(sqlite3.connect(side)) as conn, conn:
             conn.execute("INSERT INTO transfers (call) VALUES (?)", (ctx.tool_call_id,))
         await asyncio.sleep(pause)
         return {"transferred": args["amount"]}
@@ -101,7 +102,7 @@ def worker(call_id: str, side: str, backend: Backend, pause: float) -> None:
 
 def crash_rounds(tmp_path: Path, backend: Backend, rows: Callable[[str], list[Any]]) -> None:
     side = tmp_path / "side.db"
-    with sqlite3.connect(side) as conn:
+    with closing(sqlite3.connect(side)) as conn, conn:
         conn.execute("CREATE TABLE transfers (call TEXT)")
     context = multiprocessing.get_context("fork")
     rng = random.Random(20261130)

@@ -8,6 +8,7 @@ import os
 import signal
 import sqlite3
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -407,7 +408,7 @@ async def test_the_stored_result_is_redacted() -> None:
 
 def _effect_child(db: str, side: str, ready: str) -> None:
     async def send_money(args: dict[str, Any], ctx: ToolExecutionContext) -> str:
-        with sqlite3.connect(side) as conn:
+        with closing(sqlite3.connect(side)) as conn, conn:
             conn.execute("INSERT INTO transfers (call) VALUES (?)", (ctx.tool_call_id,))
         mark(ready)
         await asyncio.sleep(60)
@@ -433,7 +434,7 @@ def mark(path: str) -> None:
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 def test_a_call_killed_mid_effect_is_never_run_again(tmp_path: Path) -> None:
     db, side, ready = tmp_path / "effects.db", tmp_path / "side.db", tmp_path / "ready"
-    with sqlite3.connect(side) as conn:
+    with closing(sqlite3.connect(side)) as conn, conn:
         conn.execute("CREATE TABLE transfers (call TEXT)")
     process = multiprocessing.get_context("spawn").Process(
         target=_effect_child, args=(str(db), str(side), str(ready))
@@ -454,19 +455,20 @@ def test_a_call_killed_mid_effect_is_never_run_again(tmp_path: Path) -> None:
         return "done"
 
     definition = ToolDefinition("send_money", execute=send_money, effect=REQUIRED)
-    redelivered = asyncio.run(
-        dispatch_tool_call(
-            ToolCall("c1", "send_money", {"amount": 5}),
-            create_tool_registry([definition]),
-            context(),
-            identity=IDENTITY,
-            effect_store=SqliteToolEffectStore(db),
+    with SqliteToolEffectStore(db) as store:
+        redelivered = asyncio.run(
+            dispatch_tool_call(
+                ToolCall("c1", "send_money", {"amount": 5}),
+                create_tool_registry([definition]),
+                context(),
+                identity=IDENTITY,
+                effect_store=store,
+            )
         )
-    )
     assert ran == []
     assert redelivered.error is not None
     assert redelivered.error.code == "ERR_PRISM_TOOL_EFFECT_UNKNOWN"
-    with sqlite3.connect(side) as conn:
+    with closing(sqlite3.connect(side)) as conn, conn:
         assert conn.execute("SELECT COUNT(*) FROM transfers").fetchone() == (1,)
 
 

@@ -8,10 +8,12 @@ import signal
 import sqlite3
 import threading
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support import OpenedConnections
 
 from prism_tools import (
     ToolCall,
@@ -77,7 +79,7 @@ async def test_rows_survive_reopening_and_the_schema_is_versioned(tmp_path: Path
     with SqliteRunLedger(path) as again:
         assert len(again) == 2
         assert again.records[0].status == "started"
-    with sqlite3.connect(path) as db:
+    with closing(sqlite3.connect(path)) as db, db:
         assert db.execute("SELECT component, version FROM prism_schema_version").fetchall() == [
             ("ledger", SCHEMA_VERSION)
         ]
@@ -86,19 +88,37 @@ async def test_rows_survive_reopening_and_the_schema_is_versioned(tmp_path: Path
         SqliteRunLedger(path)
 
 
+def test_a_refused_file_leaves_no_connection_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    newer = tmp_path / "newer.db"
+    SqliteRunLedger(newer).close()
+    with closing(sqlite3.connect(newer)) as db, db:
+        db.execute("UPDATE prism_schema_version SET version = ?", (SCHEMA_VERSION + 1,))
+    not_a_database = tmp_path / "notes.db"
+    not_a_database.write_bytes(b"these are not the pages of a database" * 100)
+    opened = OpenedConnections().install(monkeypatch)
+    with pytest.raises(RuntimeError, match="schema version"):
+        SqliteRunLedger(newer)
+    with pytest.raises(sqlite3.DatabaseError):
+        SqliteRunLedger(not_a_database)
+    assert len(opened.connections) == 2
+    assert opened.still_open() == []
+
+
 def test_appends_from_many_threads_all_land(tmp_path: Path) -> None:
-    ledger = SqliteRunLedger(tmp_path / "ledger.db", synchronous="NORMAL")
+    with SqliteRunLedger(tmp_path / "ledger.db", synchronous="NORMAL") as ledger:
 
-    def writer(thread: int) -> None:
-        for number in range(50):
-            ledger.append_tool_call(_row(f"t{thread}-{number}"))
+        def writer(thread: int) -> None:
+            for number in range(50):
+                ledger.append_tool_call(_row(f"t{thread}-{number}"))
 
-    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    rows = ledger.rows()
+        threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        rows = ledger.rows()
     assert len(rows) == 200
     for thread in range(4):
         mine = [row.tool_call_id for row in rows if row.tool_call_id.startswith(f"t{thread}-")]
@@ -123,8 +143,7 @@ def _row(call_id: str) -> Any:
 def test_bad_options_and_rows_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="synchronous"):
         SqliteRunLedger(tmp_path / "x.db", synchronous="OFF")  # type: ignore[arg-type]
-    ledger = SqliteRunLedger(tmp_path / "y.db")
-    with pytest.raises(TypeError, match="ToolCallRecord"):
+    with SqliteRunLedger(tmp_path / "y.db") as ledger, pytest.raises(TypeError, match="Record"):
         ledger.append_tool_call({"id": "x"})  # type: ignore[arg-type]
 
 
@@ -168,7 +187,8 @@ def test_a_killed_process_never_loses_a_row_it_moved_past(tmp_path: Path) -> Non
     process.join()
     assert process.exitcode == -signal.SIGKILL
     # The tool was running, so dispatch had moved past the started row: it must be there.
-    rows = SqliteRunLedger(path).rows()
+    with SqliteRunLedger(path) as ledger:
+        rows = ledger.rows()
     assert [(row.tool_call_id, row.status) for row in rows] == [("c1", "started")]
 
 
@@ -177,14 +197,15 @@ async def test_the_ledger_and_the_effect_store_share_one_file(tmp_path: Path) ->
     from prism_tools.identity import Ownership
 
     path = tmp_path / "shared.db"
-    ledger = SqliteRunLedger(path)
-    store = SqliteToolEffectStore(path)
-    assert await store.cleanup(ownership=Ownership("t1"), before="2020-01-01T00:00:00.000Z") == 0
-    ledger.append_tool_call(_row("c1"))
-    with sqlite3.connect(path) as db:
+    with SqliteRunLedger(path) as ledger, SqliteToolEffectStore(path) as store:
+        cutoff = "2020-01-01T00:00:00.000Z"
+        assert await store.cleanup(ownership=Ownership("t1"), before=cutoff) == 0
+        ledger.append_tool_call(_row("c1"))
+    with closing(sqlite3.connect(path)) as db:
         components = dict(db.execute("SELECT component, version FROM prism_schema_version"))
     assert set(components) == {"ledger", "tool_effects"}
-    assert len(SqliteRunLedger(path)) == 1
+    with SqliteRunLedger(path) as again:
+        assert len(again) == 1
 
 
 def _open_together(path: str, barrier: Any, number: int) -> None:
@@ -211,4 +232,5 @@ def test_many_processes_opening_a_new_file_together_all_succeed(tmp_path: Path) 
         for process in processes:
             process.join(timeout=60)
         assert [process.exitcode for process in processes] == [0] * count
-        assert len(SqliteRunLedger(target)) == count
+        with SqliteRunLedger(target) as ledger:
+            assert len(ledger) == count

@@ -71,11 +71,16 @@ class SqliteCheckpointStore:
     def __init__(self, path: str | PathLike[str]) -> None:
         self._lock = threading.Lock()
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS prism_checkpoints ("
-            "session_id TEXT PRIMARY KEY, state TEXT NOT NULL, "
-            "updated_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)"
-        )
+        try:
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS prism_checkpoints ("
+                "session_id TEXT PRIMARY KEY, state TEXT NOT NULL, "
+                "updated_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)"
+            )
+        except BaseException:
+            # A file that is not a usable database must not leave its connection open.
+            self._db.close()
+            raise
 
     def save(self, session_id: str, state: Mapping[str, JSONValue]) -> None:
         _check_id(session_id)
@@ -104,6 +109,12 @@ class SqliteCheckpointStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+    def __enter__(self) -> SqliteCheckpointStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _loads(text: str) -> dict[str, JSONValue]:

@@ -66,6 +66,15 @@ class SqliteRunLedger:
         self._db = sqlite3.connect(
             self.path, check_same_thread=False, isolation_level=None, timeout=30.0
         )
+        try:
+            self._prepare(synchronous)
+        except BaseException:
+            # A file this version cannot use must not leave its connection open.
+            self._db.close()
+            raise
+
+    def _prepare(self, synchronous: Synchronous) -> None:
+        """WAL mode, the commit policy and the tables (created or checked), in one transaction."""
         enable_wal(self._db, 30.0)
         self._db.execute(f"PRAGMA synchronous={synchronous}")
         with self._lock:
