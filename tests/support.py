@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -53,3 +55,24 @@ class OpenedConnections:
                 pass  # open, on a file it cannot read
             open_ones.append(connection)
         return open_ones
+
+
+def check_appends_from_threads(ledger: Any, make_row: Callable[[str], Any]) -> None:
+    """Four threads append fifty rows each to ``ledger`` at once (``make_row(call_id)``): every
+    row lands, and each thread's rows keep their order."""
+
+    def writer(thread: int) -> None:
+        for number in range(50):
+            ledger.append_tool_call(make_row(f"t{thread}-{number}"))
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    rows = ledger.rows()
+    assert len(rows) == 200
+    for writer_number in range(4):
+        prefix = f"t{writer_number}-"
+        mine = [row.tool_call_id for row in rows if row.tool_call_id.startswith(prefix)]
+        assert mine == [f"{prefix}{number}" for number in range(50)]

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from tests.pg import PgSchema, with_options
+from tests.support import check_appends_from_threads
 
 from prism_tools import (
     ToolCall,
@@ -144,24 +145,8 @@ async def test_rows_survive_reconnecting_and_the_schema_is_versioned(
 
 @postgres
 def test_appends_from_many_threads_all_land(pg_schema: PgSchema) -> None:
-    ledger = PostgresRunLedger(pg_schema.dsn)
-
-    def writer(thread: int) -> None:
-        for number in range(50):
-            ledger.append_tool_call(_row(f"t{thread}-{number}"))
-
-    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    rows = ledger.rows()
-    assert len(rows) == 200
-    for writer_number in range(4):
-        prefix = f"t{writer_number}-"
-        mine = [row.tool_call_id for row in rows if row.tool_call_id.startswith(prefix)]
-        assert mine == [f"{prefix}{number}" for number in range(50)]
-    ledger.close()
+    with PostgresRunLedger(pg_schema.dsn) as ledger:
+        check_appends_from_threads(ledger, _row)
 
 
 @postgres

@@ -6,14 +6,13 @@ import multiprocessing
 import os
 import signal
 import sqlite3
-import threading
 import time
 from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support import OpenedConnections
+from tests.support import OpenedConnections, check_appends_from_threads
 
 from prism_tools import (
     ToolCall,
@@ -108,21 +107,7 @@ def test_a_refused_file_leaves_no_connection_open(
 
 def test_appends_from_many_threads_all_land(tmp_path: Path) -> None:
     with SqliteRunLedger(tmp_path / "ledger.db", synchronous="NORMAL") as ledger:
-
-        def writer(thread: int) -> None:
-            for number in range(50):
-                ledger.append_tool_call(_row(f"t{thread}-{number}"))
-
-        threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        rows = ledger.rows()
-    assert len(rows) == 200
-    for thread in range(4):
-        mine = [row.tool_call_id for row in rows if row.tool_call_id.startswith(f"t{thread}-")]
-        assert mine == [f"t{thread}-{number}" for number in range(50)]
+        check_appends_from_threads(ledger, _row)
 
 
 def _row(call_id: str) -> Any:
