@@ -57,19 +57,27 @@ class OpenedConnections:
         return open_ones
 
 
-def check_appends_from_threads(ledger: Any, make_row: Callable[[str], Any]) -> None:
-    """Four threads append fifty rows each to ``ledger`` at once (``make_row(call_id)``): every
-    row lands, and each thread's rows keep their order."""
+def append_from_threads(
+    ledger: Any, make_row: Callable[[str], Any], prefix: str = "t", per_thread: int = 50
+) -> None:
+    """Four threads append ``per_thread`` rows each to ``ledger`` at once; thread ``n``'s calls
+    are ``{prefix}{n}-0``, ``{prefix}{n}-1``, ... (``make_row(call_id)``)."""
 
     def writer(thread: int) -> None:
-        for number in range(50):
-            ledger.append_tool_call(make_row(f"t{thread}-{number}"))
+        for number in range(per_thread):
+            ledger.append_tool_call(make_row(f"{prefix}{thread}-{number}"))
 
     threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+
+
+def check_appends_from_threads(ledger: Any, make_row: Callable[[str], Any]) -> None:
+    """``append_from_threads`` with fifty rows a thread: every row lands, and each thread's rows
+    keep their order."""
+    append_from_threads(ledger, make_row)
     rows = ledger.rows()
     assert len(rows) == 200
     for writer_number in range(4):

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from tests.pg import PgSchema, with_options
-from tests.support import check_appends_from_threads
+from tests.support import append_from_threads, check_appends_from_threads
 
 from prism_tools import (
     ToolCall,
@@ -157,16 +157,7 @@ def test_a_pool_and_a_borrowed_connection_work_and_stay_open(pg_schema: PgSchema
     # Pool connections are not in autocommit mode here: each append must still commit at once.
     with ConnectionPool(pg_schema.dsn, min_size=1, max_size=4, open=True) as pool:
         ledger = PostgresRunLedger(pool)
-
-        def writer(thread: int) -> None:
-            for number in range(25):
-                ledger.append_tool_call(_row(f"p{thread}-{number}"))
-
-        threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        append_from_threads(ledger, _row, prefix="p", per_thread=25)
         assert pg_schema.scalar("SELECT count(*) FROM prism_tool_calls") == 100
         assert len(ledger) == 100
         ledger.close()
