@@ -1,4 +1,4 @@
-"""Small test doubles shared by the dispatch-level test modules."""
+"""Small test doubles and checks shared by several test modules."""
 
 from __future__ import annotations
 
