@@ -1,9 +1,28 @@
-"""What the SQLite-backed components share: opening a file in WAL mode safely under contention."""
+"""What the SQLite-backed components share: opening a file they can use, and nothing left open
+when they cannot; WAL mode safely under contention."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
+from collections.abc import Callable
+from typing import Any
+
+
+def connect_prepared(
+    path: str | os.PathLike[str], prepare: Callable[[sqlite3.Connection], None], **options: Any
+) -> sqlite3.Connection:
+    """``sqlite3.connect(path, **options)``, set up by ``prepare``. When ``prepare`` refuses the
+    file (not a database, a newer schema version, ...), the connection is closed before the
+    error propagates: Python 3.13 and later warn about a connection collected while open."""
+    db: sqlite3.Connection = sqlite3.connect(path, **options)
+    try:
+        prepare(db)
+    except BaseException:
+        db.close()
+        raise
+    return db
 
 
 def enable_wal(db: sqlite3.Connection, timeout_s: float) -> None:
@@ -26,4 +45,4 @@ def enable_wal(db: sqlite3.Connection, timeout_s: float) -> None:
         raise sqlite3.OperationalError(f"could not switch the database to WAL mode ({mode!r})")
 
 
-__all__ = ["enable_wal"]
+__all__ = ["connect_prepared", "enable_wal"]

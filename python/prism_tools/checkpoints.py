@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from os import PathLike
 from typing import Any, Protocol, runtime_checkable
 
+from prism_tools._sqlite import connect_prepared
 from prism_tools.types import JSONValue
 
 
@@ -70,17 +71,9 @@ class SqliteCheckpointStore:
 
     def __init__(self, path: str | PathLike[str]) -> None:
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        try:
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS prism_checkpoints ("
-                "session_id TEXT PRIMARY KEY, state TEXT NOT NULL, "
-                "updated_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)"
-            )
-        except BaseException:
-            # A file that is not a usable database must not leave its connection open.
-            self._db.close()
-            raise
+        self._db = connect_prepared(
+            path, _create_table, check_same_thread=False, isolation_level=None
+        )
 
     def save(self, session_id: str, state: Mapping[str, JSONValue]) -> None:
         _check_id(session_id)
@@ -115,6 +108,14 @@ class SqliteCheckpointStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _create_table(db: sqlite3.Connection) -> None:
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS prism_checkpoints ("
+        "session_id TEXT PRIMARY KEY, state TEXT NOT NULL, "
+        "updated_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)"
+    )
 
 
 def _loads(text: str) -> dict[str, JSONValue]:

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
-from prism_tools._sqlite import enable_wal
+from prism_tools._sqlite import connect_prepared, enable_wal
 from prism_tools.effects import (
     ERR_TOOL_EFFECT_CONFLICT,
     MSG_TRANSITION_CONFLICT,
@@ -107,45 +107,44 @@ class SqliteToolEffectStore(BaseToolEffectStore):
     def _connect(self) -> sqlite3.Connection:
         if self._db is not None:
             return self._db
-        db = sqlite3.connect(
+        self._db = connect_prepared(
             self._path,
+            self._prepare,
             timeout=self._busy_timeout_s,
             isolation_level=None,
             check_same_thread=False,
         )
+        return self._db
+
+    def _prepare(self, db: sqlite3.Connection) -> None:
+        """WAL mode, the commit policy and the tables (created or checked), in one transaction."""
+        enable_wal(db, self._busy_timeout_s)
+        db.execute("PRAGMA synchronous=FULL")
+        db.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
+        db.execute("BEGIN IMMEDIATE")
         try:
-            enable_wal(db, self._busy_timeout_s)
-            db.execute("PRAGMA synchronous=FULL")
-            db.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                for statement in _SCHEMA:
-                    db.execute(statement)
-                row = db.execute(
-                    "SELECT version FROM prism_schema_version WHERE component = 'tool_effects'"
-                ).fetchone()
-                if row is None:
-                    db.execute(
-                        "INSERT INTO prism_schema_version (component, version)"
-                        " VALUES ('tool_effects', ?)",
-                        (SCHEMA_VERSION,),
-                    )
-                elif row[0] > SCHEMA_VERSION:
-                    raise RuntimeError(
-                        f"tool effect schema version {row[0]} is newer than this library"
-                    )
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            # Calls on the calling thread must not wait for another writer; the worker-thread
-            # path sets the timeout for the duration of its call.
-            db.execute("PRAGMA busy_timeout=0")
+            for statement in _SCHEMA:
+                db.execute(statement)
+            row = db.execute(
+                "SELECT version FROM prism_schema_version WHERE component = 'tool_effects'"
+            ).fetchone()
+            if row is None:
+                db.execute(
+                    "INSERT INTO prism_schema_version (component, version)"
+                    " VALUES ('tool_effects', ?)",
+                    (SCHEMA_VERSION,),
+                )
+            elif row[0] > SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"tool effect schema version {row[0]} is newer than this library"
+                )
+            db.execute("COMMIT")
         except BaseException:
-            db.close()
+            db.execute("ROLLBACK")
             raise
-        self._db = db
-        return db
+        # Calls on the calling thread must not wait for another writer; the worker-thread
+        # path sets the timeout for the duration of its call.
+        db.execute("PRAGMA busy_timeout=0")
 
     def close(self) -> None:
         """Close the connection (a later call opens it again)."""

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from prism_tools import _json
-from prism_tools._sqlite import enable_wal
+from prism_tools._sqlite import connect_prepared, enable_wal
 from prism_tools.ledger import row_filter
 from prism_tools.types import JSONValue, ToolCallRecord, ToolResult
 
@@ -63,30 +63,28 @@ class SqliteRunLedger:
             raise ValueError("synchronous must be 'FULL' or 'NORMAL'")
         self.path = Path(path)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(
-            self.path, check_same_thread=False, isolation_level=None, timeout=30.0
+        self._db = connect_prepared(
+            self.path,
+            lambda db: self._prepare(db, synchronous),
+            check_same_thread=False,
+            isolation_level=None,
+            timeout=30.0,
         )
-        try:
-            self._prepare(synchronous)
-        except BaseException:
-            # A file this version cannot use must not leave its connection open.
-            self._db.close()
-            raise
 
-    def _prepare(self, synchronous: Synchronous) -> None:
+    def _prepare(self, db: sqlite3.Connection, synchronous: Synchronous) -> None:
         """WAL mode, the commit policy and the tables (created or checked), in one transaction."""
-        enable_wal(self._db, 30.0)
-        self._db.execute(f"PRAGMA synchronous={synchronous}")
+        enable_wal(db, 30.0)
+        db.execute(f"PRAGMA synchronous={synchronous}")
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            db.execute("BEGIN IMMEDIATE")
             try:
                 for statement in _SCHEMA:
-                    self._db.execute(statement)
-                found = self._db.execute(
+                    db.execute(statement)
+                found = db.execute(
                     "SELECT version FROM prism_schema_version WHERE component = 'ledger'"
                 ).fetchone()
                 if found is None:
-                    self._db.execute(
+                    db.execute(
                         "INSERT INTO prism_schema_version (component, version) VALUES (?, ?)",
                         ("ledger", SCHEMA_VERSION),
                     )
@@ -95,9 +93,9 @@ class SqliteRunLedger:
                         f"ledger file {self.path} has schema version {found[0]}; this version "
                         f"of prism-tools reads up to {SCHEMA_VERSION}"
                     )
-                self._db.execute("COMMIT")
+                db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                db.execute("ROLLBACK")
                 raise
 
     def append_tool_call(self, record: ToolCallRecord) -> None:
