@@ -244,16 +244,16 @@ impl PySchemaValidator {
             // validates again) is skipped, not waited for. While `use_compiled` runs, the slot
             // is only read: a validation it starts finds the slot as a repeat would, and cannot
             // replace it.
-            let found = slot.try_borrow().ok().filter(|slot| {
-                slot.as_ref().is_some_and(|last| {
-                    last.validator == self.id
+            let slot = slot.try_borrow().ok();
+            match slot.as_ref().and_then(|slot| slot.as_ref()) {
+                Some(last)
+                    if last.validator == self.id
                         && last.schema.bind(py).is(schema)
-                        && last.forgettings == self.forgettings.load(Ordering::Relaxed)
-                })
-            });
-            match found.as_ref().and_then(|slot| slot.as_ref()) {
-                Some(last) => Ok(use_compiled(last.compiled.bind(py))),
-                None => Err(use_compiled),
+                        && last.forgettings == self.forgettings.load(Ordering::Relaxed) =>
+                {
+                    Ok(use_compiled(last.compiled.bind(py)))
+                }
+                _ => Err(use_compiled),
             }
         });
         match answered {
