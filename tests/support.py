@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +25,12 @@ class EventLog:
     @property
     def types(self) -> list[str]:
         return [event.type for event in self.events]
+
+
+def not_a_database(path: Path) -> Path:
+    """A file at ``path`` that SQLite refuses to open as a database."""
+    path.write_bytes(b"these are not the pages of a database" * 100)
+    return path
 
 
 class OpenedConnections:

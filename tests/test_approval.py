@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support import EventLog, OpenedConnections
+from tests.support import EventLog, OpenedConnections, not_a_database
 
 from prism_tools import ToolCall, ToolDefinition, ToolExecutionContext, create_tool_registry
 from prism_tools.agent import APPROVAL_REQUIRED, AgentRunError, Session, create_agent
@@ -671,11 +671,10 @@ def test_the_sqlite_store_survives_reopening(tmp_path: Path) -> None:
 def test_the_sqlite_store_closes_its_connection(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    not_a_database = tmp_path / "notes.db"
-    not_a_database.write_bytes(b"these are not the pages of a database" * 100)
+    unreadable = not_a_database(tmp_path / "notes.db")
     opened = OpenedConnections().install(monkeypatch)
     with pytest.raises(sqlite3.DatabaseError):
-        SqliteCheckpointStore(not_a_database)
+        SqliteCheckpointStore(unreadable)
     with SqliteCheckpointStore(tmp_path / "checkpoints.db") as store:
         store.save("s1", {"version": 1})
         assert len(opened.still_open()) == 1

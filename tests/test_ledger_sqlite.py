@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support import OpenedConnections, check_appends_from_threads
+from tests.support import OpenedConnections, check_appends_from_threads, not_a_database
 
 from prism_tools import (
     ToolCall,
@@ -94,13 +94,12 @@ def test_a_refused_file_leaves_no_connection_open(
     SqliteRunLedger(newer).close()
     with closing(sqlite3.connect(newer)) as db, db:
         db.execute("UPDATE prism_schema_version SET version = ?", (SCHEMA_VERSION + 1,))
-    not_a_database = tmp_path / "notes.db"
-    not_a_database.write_bytes(b"these are not the pages of a database" * 100)
+    unreadable = not_a_database(tmp_path / "notes.db")
     opened = OpenedConnections().install(monkeypatch)
     with pytest.raises(RuntimeError, match="schema version"):
         SqliteRunLedger(newer)
     with pytest.raises(sqlite3.DatabaseError):
-        SqliteRunLedger(not_a_database)
+        SqliteRunLedger(unreadable)
     assert len(opened.connections) == 2
     assert opened.still_open() == []
 
