@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 
@@ -23,6 +23,37 @@ def connect_prepared(
         db.close()
         raise
     return db
+
+
+def create_versioned_tables(
+    db: sqlite3.Connection,
+    statements: Sequence[str],
+    component: str,
+    version: int,
+    newer: Callable[[int], str],
+) -> None:
+    """In one immediate transaction: run the component's ``CREATE ... IF NOT EXISTS``
+    ``statements`` (the ``prism_schema_version`` table among them), then record ``component``'s
+    schema ``version``, or refuse a file that a newer version wrote (``RuntimeError`` with
+    ``newer(found_version)``)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in statements:
+            db.execute(statement)
+        found = db.execute(
+            "SELECT version FROM prism_schema_version WHERE component = ?", (component,)
+        ).fetchone()
+        if found is None:
+            db.execute(
+                "INSERT INTO prism_schema_version (component, version) VALUES (?, ?)",
+                (component, version),
+            )
+        elif found[0] > version:
+            raise RuntimeError(newer(found[0]))
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
 
 
 def enable_wal(db: sqlite3.Connection, timeout_s: float) -> None:
@@ -45,4 +76,4 @@ def enable_wal(db: sqlite3.Connection, timeout_s: float) -> None:
         raise sqlite3.OperationalError(f"could not switch the database to WAL mode ({mode!r})")
 
 
-__all__ = ["connect_prepared", "enable_wal"]
+__all__ = ["connect_prepared", "create_versioned_tables", "enable_wal"]

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
-from prism_tools._sqlite import connect_prepared, enable_wal
+from prism_tools._sqlite import connect_prepared, create_versioned_tables, enable_wal
 from prism_tools.effects import (
     ERR_TOOL_EFFECT_CONFLICT,
     MSG_TRANSITION_CONFLICT,
@@ -121,27 +121,13 @@ class SqliteToolEffectStore(BaseToolEffectStore):
         enable_wal(db, self._busy_timeout_s)
         db.execute("PRAGMA synchronous=FULL")
         db.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            for statement in _SCHEMA:
-                db.execute(statement)
-            row = db.execute(
-                "SELECT version FROM prism_schema_version WHERE component = 'tool_effects'"
-            ).fetchone()
-            if row is None:
-                db.execute(
-                    "INSERT INTO prism_schema_version (component, version)"
-                    " VALUES ('tool_effects', ?)",
-                    (SCHEMA_VERSION,),
-                )
-            elif row[0] > SCHEMA_VERSION:
-                raise RuntimeError(
-                    f"tool effect schema version {row[0]} is newer than this library"
-                )
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+        create_versioned_tables(
+            db,
+            _SCHEMA,
+            "tool_effects",
+            SCHEMA_VERSION,
+            lambda found: f"tool effect schema version {found} is newer than this library",
+        )
         # Calls on the calling thread must not wait for another writer; the worker-thread
         # path sets the timeout for the duration of its call.
         db.execute("PRAGMA busy_timeout=0")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from prism_tools import _json
-from prism_tools._sqlite import connect_prepared, enable_wal
+from prism_tools._sqlite import connect_prepared, create_versioned_tables, enable_wal
 from prism_tools.ledger import row_filter
 from prism_tools.types import JSONValue, ToolCallRecord, ToolResult
 
@@ -76,27 +76,16 @@ class SqliteRunLedger:
         enable_wal(db, 30.0)
         db.execute(f"PRAGMA synchronous={synchronous}")
         with self._lock:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                for statement in _SCHEMA:
-                    db.execute(statement)
-                found = db.execute(
-                    "SELECT version FROM prism_schema_version WHERE component = 'ledger'"
-                ).fetchone()
-                if found is None:
-                    db.execute(
-                        "INSERT INTO prism_schema_version (component, version) VALUES (?, ?)",
-                        ("ledger", SCHEMA_VERSION),
-                    )
-                elif found[0] > SCHEMA_VERSION:
-                    raise RuntimeError(
-                        f"ledger file {self.path} has schema version {found[0]}; this version "
-                        f"of prism-tools reads up to {SCHEMA_VERSION}"
-                    )
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+            create_versioned_tables(
+                db,
+                _SCHEMA,
+                "ledger",
+                SCHEMA_VERSION,
+                lambda found: (
+                    f"ledger file {self.path} has schema version {found}; this version "
+                    f"of prism-tools reads up to {SCHEMA_VERSION}"
+                ),
+            )
 
     def append_tool_call(self, record: ToolCallRecord) -> None:
         """Stores one row; it is committed when this returns."""
