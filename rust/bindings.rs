@@ -65,6 +65,16 @@ fn poisoned() -> PyErr {
     PyRuntimeError::new_err("tool registry lock poisoned by an earlier panic")
 }
 
+/// Why a name holding a lone surrogate (half of a UTF-16 pair, which a JSON decoder lets through
+/// from `"\ud800"`) is refused: it has no UTF-8 spelling, so no tool can carry it.
+const LONE_SURROGATE_NAME: &str = "the name holds a lone surrogate, which is not Unicode text";
+
+/// The text of a tool name, or `None` when it holds a lone surrogate: such a name is never
+/// registered and never listed in a filter, so a lookup of it finds nothing.
+fn name_text<'a>(name: &'a Bound<'_, PyString>) -> Option<&'a str> {
+    name.to_str().ok()
+}
+
 /// Reads an iterable of tool names, refusing a bare string (it would iterate by character).
 fn names_from(value: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Vec<String>> {
     let Some(value) = value else {
@@ -93,7 +103,13 @@ fn names_from(value: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Vec<Str
                 type_name(&item)
             )));
         };
-        names.push(name.to_str()?.to_owned());
+        // Dropping a name it cannot hold would widen an allow list; refusing it is the safe side.
+        let name = name_text(name).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "ToolFilter {field} names must be Unicode text; one holds a lone surrogate"
+            ))
+        })?;
+        names.push(name.to_owned());
     }
     Ok(names)
 }
@@ -150,7 +166,10 @@ impl PyRegistry {
     }
 
     /// Adds or replaces `name`; returns `(slot, replaced)`.
-    fn insert(&self, name: &str) -> PyResult<(u32, bool)> {
+    fn insert(&self, name: &Bound<'_, PyString>) -> PyResult<(u32, bool)> {
+        let name = name_text(name).ok_or(CoreError::InvalidName {
+            reason: LONE_SURROGATE_NAME,
+        })?;
         let insertion = self.write()?.insert(name)?;
         Ok((
             insertion.slot(),
@@ -159,7 +178,10 @@ impl PyRegistry {
     }
 
     /// The slot of `name`, or None.
-    fn slot(&self, name: &str) -> PyResult<Option<u32>> {
+    fn slot(&self, name: &Bound<'_, PyString>) -> PyResult<Option<u32>> {
+        let Some(name) = name_text(name) else {
+            return Ok(None);
+        };
         Ok(self.read()?.slot(name))
     }
 
@@ -170,10 +192,13 @@ impl PyRegistry {
     #[pyo3(signature = (name, filter, arguments))]
     fn check_call(
         &self,
-        name: &str,
+        name: &Bound<'_, PyString>,
         filter: Option<&PyToolFilter>,
         arguments: &Bound<'_, PyAny>,
     ) -> PyResult<i64> {
+        let Some(name) = name_text(name) else {
+            return Ok(CHECK_UNKNOWN);
+        };
         let slot = match self.read()?.check(name, filter.map(|f| &f.inner)) {
             CallCheck::Permitted(slot) => i64::from(slot),
             CallCheck::Unknown => return Ok(CHECK_UNKNOWN),
@@ -214,7 +239,10 @@ impl PyRegistry {
         let Ok(name) = name.cast::<PyString>() else {
             return Ok(false);
         };
-        Ok(self.read()?.slot(name.to_str()?).is_some())
+        let Some(name) = name_text(name) else {
+            return Ok(false);
+        };
+        Ok(self.read()?.slot(name).is_some())
     }
 }
 
@@ -283,8 +311,11 @@ impl PyToolFilter {
     }
 
     /// Whether `name` passes.
-    fn permits(&self, name: &str) -> bool {
-        self.inner.permits(name)
+    fn permits(&self, name: &Bound<'_, PyString>) -> bool {
+        name_text(name).map_or_else(
+            || self.inner.permits_unlisted(),
+            |name| self.inner.permits(name),
+        )
     }
 
     /// Indexes of the names that pass, in input order (names are read in place, not copied).
@@ -298,7 +329,11 @@ impl PyToolFilter {
                     type_name(&item)
                 )));
             };
-            if self.inner.permits(name.to_str()?) {
+            let passes = name_text(name).map_or_else(
+                || self.inner.permits_unlisted(),
+                |name| self.inner.permits(name),
+            );
+            if passes {
                 permitted.push(u32::try_from(index).map_err(|_| {
                     PyValueError::new_err("at most 4,294,967,295 names can be filtered at once")
                 })?);
@@ -353,22 +388,46 @@ struct PySecretMatcher {
 #[pymethods]
 impl PySecretMatcher {
     #[new]
-    #[pyo3(signature = (secrets, *, replacement = "[REDACTED]"))]
-    fn new(secrets: Vec<PyBackedSecret>, replacement: &str) -> PyResult<Self> {
-        let secrets: Vec<&str> = secrets.iter().map(|secret| secret.0.as_str()).collect();
+    #[pyo3(signature = (secrets, *, replacement = None))]
+    fn new(
+        secrets: Vec<PyBackedSecret>,
+        replacement: Option<&Bound<'_, PyString>>,
+    ) -> PyResult<Self> {
+        let secrets: Vec<&[u8]> = secrets.iter().map(|secret| secret.0.as_slice()).collect();
+        let replacement = replacement.map_or(Ok("[REDACTED]"), |replacement| {
+            replacement.to_str().map_err(|_| {
+                PyValueError::new_err(
+                    "the replacement must be Unicode text: it holds a lone surrogate",
+                )
+            })
+        })?;
         Ok(Self {
             inner: SecretMatcher::new(&secrets, replacement)?,
         })
     }
 
     /// The text with every secret replaced, or None when it holds none.
-    fn replace(&self, text: &str) -> Option<String> {
-        self.inner.replace(text)
+    fn replace<'py>(&self, text: &Bound<'py, PyString>) -> PyResult<Option<Bound<'py, PyString>>> {
+        let py = text.py();
+        if let Ok(text) = text.to_str() {
+            return Ok(self
+                .inner
+                .replace(text)
+                .map(|replaced| PyString::new(py, &replaced)));
+        }
+        let bytes = surrogatepass_bytes(text)?;
+        self.inner
+            .replace_bytes(bytes.as_bytes())
+            .map(|replaced| surrogatepass_text(&PyBytes::new(py, &replaced)))
+            .transpose()
     }
 
     /// Whether the text holds any secret.
-    fn contains(&self, text: &str) -> bool {
-        self.inner.contains(text)
+    fn contains(&self, text: &Bound<'_, PyString>) -> PyResult<bool> {
+        if let Ok(text) = text.to_str() {
+            return Ok(self.inner.contains(text.as_bytes()));
+        }
+        Ok(self.inner.contains(surrogatepass_bytes(text)?.as_bytes()))
     }
 
     /// Whether JSON bytes hold any secret, raw or JSON-escaped.
@@ -387,8 +446,10 @@ impl PySecretMatcher {
     }
 }
 
-/// A secret taken from Python; only strings are secrets.
-struct PyBackedSecret(String);
+/// A secret taken from Python; only strings are secrets. Its bytes are UTF-8, or the
+/// surrogatepass bytes of a string holding a lone surrogate (as `os.environ` gives for a value
+/// that is not UTF-8), so it is matched wherever the same string stands.
+struct PyBackedSecret(Vec<u8>);
 
 impl<'a, 'py> FromPyObject<'a, 'py> for PyBackedSecret {
     type Error = PyErr;
@@ -400,8 +461,31 @@ impl<'a, 'py> FromPyObject<'a, 'py> for PyBackedSecret {
                 type_name(&value)
             )));
         };
-        Ok(Self(text.to_str()?.to_owned()))
+        if let Ok(text) = text.to_str() {
+            return Ok(Self(text.as_bytes().to_vec()));
+        }
+        Ok(Self(surrogatepass_bytes(&text)?.as_bytes().to_vec()))
     }
+}
+
+/// The UTF-8 bytes of a string that holds lone surrogates, each surrogate written as its three
+/// bytes ("surrogatepass"), so the string can be matched byte for byte and rebuilt exactly.
+fn surrogatepass_bytes<'py>(text: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyBytes>> {
+    let py = text.py();
+    Ok(text
+        .call_method1(
+            pyo3::intern!(py, "encode"),
+            (
+                pyo3::intern!(py, "utf-8"),
+                pyo3::intern!(py, "surrogatepass"),
+            ),
+        )?
+        .cast_into::<PyBytes>()?)
+}
+
+/// The string `surrogatepass_bytes` was made from.
+fn surrogatepass_text<'py>(bytes: &Bound<'py, PyBytes>) -> PyResult<Bound<'py, PyString>> {
+    PyString::from_encoded_object(bytes.as_any(), Some(c"utf-8"), Some(c"surrogatepass"))
 }
 
 /// Most ledger row ids made in one call of `row_ids`.

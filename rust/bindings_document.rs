@@ -223,7 +223,7 @@ struct PyReader<'py> {
 impl<'py> PyReader<'py> {
     fn hold(&mut self, string: &Bound<'py, PyString>) -> Result<Text<'static>, Unreadable> {
         if string.to_str().is_err() {
-            return Err(not_json("a string that is not valid UTF-8"));
+            return Err(not_json("a string with a lone surrogate"));
         }
         self.holders.push(string.clone());
         Ok(Text::Held(

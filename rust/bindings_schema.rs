@@ -70,7 +70,7 @@ fn to_value(
             .map(|text| Value::String(text.to_owned()))
             .map_err(|_| Conversion::NotJson {
                 path: path.clone(),
-                what: "a string that is not valid UTF-8".into(),
+                what: "a string with a lone surrogate".into(),
             });
     }
     if object.is_none() {
@@ -118,7 +118,7 @@ fn to_value(
             };
             let key = key.to_str().map_err(|_| Conversion::NotJson {
                 path: path.clone(),
-                what: "a key that is not valid UTF-8".into(),
+                what: "a key with a lone surrogate".into(),
             })?;
             path.push('/');
             if key.contains(['~', '/']) {
@@ -386,10 +386,18 @@ fn validate_python(
     checked.unwrap_or_else(|failure| unreadable_issue(failure, limits))
 }
 
-/// Argument text as a parser source: a `str` (known UTF-8) or `bytes`.
-fn text_source<'a>(text: &'a Bound<'_, PyAny>) -> PyResult<Source<'a>> {
+/// Argument or schema text as a parser source: a `str` (known UTF-8) or `bytes`. A `str` that
+/// holds a lone surrogate (a JSON decoder lets one through from `"\ud800"`) has no UTF-8 spelling,
+/// so it is not JSON this reader takes: `refuse` makes the caller's error from where it stands.
+fn text_source<'a>(
+    text: &'a Bound<'_, PyAny>,
+    refuse: fn(String) -> PyErr,
+) -> PyResult<Source<'a>> {
     if let Ok(text) = text.cast::<PyString>() {
-        return text.to_str().map(Source::Text);
+        return text
+            .to_str()
+            .map(Source::Text)
+            .map_err(|err| refuse(lone_surrogate(text.py(), &err)));
     }
     if let Ok(bytes) = text.cast::<PyBytes>() {
         return Ok(Source::Bytes(bytes.as_bytes()));
@@ -398,6 +406,30 @@ fn text_source<'a>(text: &'a Bound<'_, PyAny>) -> PyResult<Source<'a>> {
         "JSON text must be str or bytes, got {}",
         type_name(text)
     )))
+}
+
+/// Where the lone surrogate stands that made a string's UTF-8 encoding fail.
+fn lone_surrogate(py: Python<'_>, failure: &PyErr) -> String {
+    let start = failure.value(py).getattr(pyo3::intern!(py, "start"));
+    match start.and_then(|start| start.extract::<usize>()) {
+        Ok(start) => format!("a lone surrogate (half of a UTF-16 pair) at character {start}"),
+        Err(_) => "a lone surrogate (half of a UTF-16 pair)".to_owned(),
+    }
+}
+
+/// The error for argument text that is not JSON, with the reader's reason.
+fn invalid_json_arguments(reason: String) -> PyErr {
+    arguments_error(
+        format!("Tool arguments are not valid JSON: {reason}. Send one complete JSON object."),
+        "invalid_json",
+    )
+}
+
+/// The error for schema text that is not JSON, with the reader's reason.
+fn invalid_json_schema(reason: String) -> PyErr {
+    guard_error(&GuardViolation::InvalidSchema {
+        reason: format!("not JSON: {reason}"),
+    })
 }
 
 /// Guards and parses argument text into a document whose root is an object.
@@ -415,10 +447,7 @@ fn parse_document<'t>(limits: &Limits, source: Source<'t>) -> PyResult<Document<
             format!("Tool arguments were refused: {violation}"),
             violation.code(),
         ),
-        ParseFailure::Invalid(reason) => arguments_error(
-            format!("Tool arguments are not valid JSON: {reason}. Send one complete JSON object."),
-            "invalid_json",
-        ),
+        ParseFailure::Invalid(reason) => invalid_json_arguments(reason),
     })?;
     if doc.root().as_object().is_none() {
         return Err(arguments_error(
@@ -480,7 +509,7 @@ impl PySchemaValidator {
     fn compile(&self, py: Python<'_>, schema: &Bound<'_, PyAny>) -> PyResult<PyCompiledSchema> {
         let limits = *self.limits();
         let value = if schema.is_instance_of::<PyString>() || schema.is_instance_of::<PyBytes>() {
-            let data = text_source(schema)?.bytes();
+            let data = text_source(schema, invalid_json_schema)?.bytes();
             // The limit applies to the canonical bytes (checked after parsing); raw text may be
             // pretty-printed, so only text far beyond the limit is refused unread.
             if data.len() > limits.max_schema_bytes.saturating_mul(RAW_SCHEMA_SLACK) {
@@ -499,11 +528,8 @@ impl PySchemaValidator {
             }
             let mut deserializer = serde_json::Deserializer::from_slice(data);
             deserializer.disable_recursion_limit();
-            serde::Deserialize::deserialize(&mut deserializer).map_err(|err| {
-                guard_error(&GuardViolation::InvalidSchema {
-                    reason: format!("not JSON: {err}"),
-                })
-            })?
+            serde::Deserialize::deserialize(&mut deserializer)
+                .map_err(|err| invalid_json_schema(err.to_string()))?
         } else {
             let mut path = String::new();
             match to_value(schema, 0, CONVERSION_DEPTH, &mut path) {
@@ -555,7 +581,7 @@ impl PySchemaValidator {
 
     /// Parses argument text (guards first) into a dict; raises `ArgumentsError`.
     fn parse<'py>(&self, py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let doc = parse_document(self.limits(), text_source(text)?)?;
+        let doc = parse_document(self.limits(), text_source(text, invalid_json_arguments)?)?;
         // A dict resolves repeated keys by itself, and nothing validates this document.
         let arguments = build(py, &doc, doc.root_index(), None, &mut false);
         doc.recycle();
@@ -811,7 +837,7 @@ impl PyCompiledSchema {
         text: &Bound<'py, PyAny>,
         max_issues: usize,
     ) -> PyResult<(Bound<'py, PyAny>, Option<Found>)> {
-        let mut doc = parse_document(&self.limits, text_source(text)?)?;
+        let mut doc = parse_document(&self.limits, text_source(text, invalid_json_arguments)?)?;
         let arguments = self.build_arguments(py, &mut doc)?;
         let found = issues_to_python(collect_issues(
             &self.entry.validator,
@@ -848,7 +874,7 @@ impl PyCompiledSchema {
         max_message_bytes: usize,
         max_issues: usize,
     ) -> PyResult<(Bound<'py, PyAny>, Option<Report<'py>>)> {
-        let mut doc = parse_document(&self.limits, text_source(text)?)?;
+        let mut doc = parse_document(&self.limits, text_source(text, invalid_json_arguments)?)?;
         let arguments = self.build_arguments(py, &mut doc)?;
         let found = collect_issues(&self.entry.validator, doc.root(), max_issues);
         let report = self.report_of(py, tool_name, &found, max_message_bytes)?;
@@ -1051,10 +1077,11 @@ impl PyToolSchemaCheck {
             let schema = tool.getattr(intern!(py, "parameters"))?;
             if !schema.is_none() {
                 let name = tool.getattr(intern!(py, "name"))?;
-                let name = name.cast::<PyString>()?.to_str()?;
+                // The name only goes into the message, so one that is not text is shown lossily.
+                let name = name.cast::<PyString>()?.to_string_lossy();
                 match core
                     .get()
-                    .report_with(&schema, args, name, *max_message_bytes, *max_issues)
+                    .report_with(&schema, args, &name, *max_message_bytes, *max_issues)
                 {
                     // A refused schema is answered as `_check` answers it, without checking
                     // the schema a second time.

@@ -90,6 +90,12 @@ impl ToolFilter {
         !self.deny.contains(name) && self.allows.iter().all(|allow| allow.contains(name))
     }
 
+    /// Whether a name that no list holds passes (one that is not text, say): only when no allow
+    /// list restricts anything.
+    pub fn permits_unlisted(&self) -> bool {
+        self.allows.is_empty()
+    }
+
     /// Indexes of the names that pass, in input order.
     pub fn apply<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Vec<u32> {
         names

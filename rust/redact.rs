@@ -5,6 +5,12 @@
 //! also knows each secret's JSON-escaped spelling; the Python redactor serializes a whole value
 //! once and asks it whether any secret occurs anywhere, which lets the common case (no secret
 //! present) skip the walk over the value entirely.
+//!
+//! Secrets and texts are bytes: UTF-8, or for a Python string holding a lone surrogate (which a
+//! JSON decoder lets through from `"\ud800"`), its "surrogatepass" encoding, where each surrogate
+//! is the three bytes `ED A0..BF 80..BF`. No valid UTF-8 secret can match inside those three bytes
+//! (a UTF-8 sequence that starts with `ED` goes on with `80..9F`), so a match never splits a
+//! character, and a secret holding a surrogate matches exactly where the same surrogate stands.
 
 use std::fmt::Write as _;
 
@@ -65,7 +71,7 @@ pub fn json_escape(text: &str) -> String {
     out
 }
 
-fn build(patterns: &[String]) -> Result<Option<AhoCorasick>, MatcherError> {
+fn build(patterns: &[Vec<u8>]) -> Result<Option<AhoCorasick>, MatcherError> {
     if patterns.is_empty() {
         return Ok(None);
     }
@@ -78,11 +84,11 @@ fn build(patterns: &[String]) -> Result<Option<AhoCorasick>, MatcherError> {
 
 impl SecretMatcher {
     /// Builds a matcher; empty secrets are ignored, repeats are merged.
-    pub fn new<S: AsRef<str>>(secrets: &[S], replacement: &str) -> Result<Self, MatcherError> {
+    pub fn new<S: AsRef<[u8]>>(secrets: &[S], replacement: &str) -> Result<Self, MatcherError> {
         if secrets.len() > MAX_SECRETS {
             return Err(MatcherError::TooManySecrets);
         }
-        let mut raw: Vec<String> = Vec::with_capacity(secrets.len());
+        let mut raw: Vec<Vec<u8>> = Vec::with_capacity(secrets.len());
         for secret in secrets {
             let secret = secret.as_ref();
             if secret.len() > MAX_SECRET_BYTES {
@@ -95,9 +101,12 @@ impl SecretMatcher {
         raw.sort_unstable();
         raw.dedup();
         let mut json = raw.clone();
+        // A secret holding a surrogate has no JSON spelling here: the JSON writer refuses any
+        // value holding one, and the redactor then walks the value instead of scanning it.
         json.extend(
             raw.iter()
-                .map(|s| json_escape(s))
+                .filter_map(|secret| std::str::from_utf8(secret).ok())
+                .map(|secret| json_escape(secret).into_bytes())
                 .filter(|escaped| !raw.contains(escaped)),
         );
         Ok(Self {
@@ -123,8 +132,8 @@ impl SecretMatcher {
         &self.replacement
     }
 
-    /// Whether `text` contains any secret.
-    pub fn contains(&self, text: &str) -> bool {
+    /// Whether `text` (UTF-8, or surrogatepass bytes) contains any secret.
+    pub fn contains(&self, text: &[u8]) -> bool {
         self.raw.as_ref().is_some_and(|ac| ac.is_match(text))
     }
 
@@ -142,6 +151,21 @@ impl SecretMatcher {
         let mut out = String::with_capacity(text.len());
         ac.replace_all_with(text, &mut out, |_, _, dst| {
             dst.push_str(&self.replacement);
+            true
+        });
+        Some(out)
+    }
+
+    /// `replace` for surrogatepass bytes (a string holding a lone surrogate): the same bytes
+    /// with every secret replaced, or `None` when they hold none.
+    pub fn replace_bytes(&self, text: &[u8]) -> Option<Vec<u8>> {
+        let ac = self.raw.as_ref()?;
+        if !ac.is_match(text) {
+            return None;
+        }
+        let mut out = Vec::with_capacity(text.len());
+        ac.replace_all_with_bytes(text, &mut out, |_, _, dst| {
+            dst.extend_from_slice(self.replacement.as_bytes());
             true
         });
         Some(out)

@@ -9,8 +9,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import strategies as st
 
 from prism_tools import AgentEvent
+
+# Any code point, lone surrogates (U+D800 to U+DFFF) included and drawn often: a JSON decoder
+# turns a model's "\ud800" into such a string, and hypothesis leaves them out of text by default.
+any_character = st.characters(exclude_categories=()) | st.sampled_from(
+    ["\ud800", "\udbff", "\udc00", "\udc80", "\udfff"]
+)
+
+
+def any_text(*, min_size: int = 0, max_size: int | None = None) -> st.SearchStrategy[str]:
+    """Text of any code points, lone surrogates included."""
+    return st.text(any_character, min_size=min_size, max_size=max_size)
 
 
 class EventLog:

@@ -136,6 +136,8 @@ async def test_a_repeated_key_cannot_smuggle_a_value_past_the_validator() -> Non
         ({"a": [{"x/y~z": math.inf}]}, "/a/0/x~1y~0z"),
         ({"a": {1: "one"}}, "/a"),
         ({"a": 10**400}, "/a"),
+        ({"a": ["ok", "x\ud800"]}, "/a/1"),
+        ({"a": {"k\udc80": 1}}, "/a"),
     ],
 )
 def test_values_that_are_not_json_are_one_issue_naming_where(value: Any, where: str) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.support import any_text
 
 from prism_tools import (
     AgentEvent,
@@ -21,13 +22,13 @@ from prism_tools import (
 )
 from prism_tools._json import dumps_lenient
 
-json_scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=40)
-any_keys = st.text(max_size=8) | st.integers() | st.none() | st.tuples(st.integers())
+json_scalars = st.none() | st.booleans() | st.integers() | st.floats() | any_text(max_size=40)
+any_keys = any_text(max_size=8) | st.integers() | st.none() | st.tuples(st.integers())
 json_like = st.recursive(
     json_scalars,
     lambda children: (
         st.lists(children, max_size=4)
-        | st.dictionaries(st.text(max_size=8), children, max_size=4)
+        | st.dictionaries(any_text(max_size=8), children, max_size=4)
         | st.dictionaries(any_keys, children, max_size=3)
     ),
     max_leaves=25,
@@ -49,16 +50,21 @@ hostile_arguments = (
     | st.builds(lambda levels: {"deep": deep(levels)}, st.integers(1, 3000))
 )
 names = (
-    st.sampled_from(["echo", "denied", "missing", "", "ECHO"])
-    | st.text(max_size=20)
+    st.sampled_from(["echo", "denied", "missing", "", "ECHO", "echo\ud800"])
+    | any_text(max_size=20)
     | (st.integers() | st.none())
 )
 
 
 def parsed_text(text: str) -> Any:
-    """What raw argument text should become: the JSON it holds, {} when blank, None if bad."""
+    """What raw argument text should become: the JSON it holds, {} when blank, None if bad
+    (a lone surrogate included: UTF-8 cannot carry it)."""
     if not text.strip(" \t\n\r"):
         return {}
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return None
 
     def refuse(constant: str) -> Any:
         raise ValueError(f"{constant} is not JSON")
@@ -80,8 +86,8 @@ class Counter:
 
 @given(
     name=names,
-    call_id=st.text(max_size=10) | st.integers(),
-    arguments=hostile_arguments,
+    call_id=any_text(max_size=10) | st.integers(),
+    arguments=hostile_arguments | any_text(max_size=30).map(lambda text: '{"a": "' + text + '"}'),
     arguments_error=st.none()
     | st.just(ErrorInfo(message="bad json", code="invalid_json_arguments")),
 )
@@ -101,6 +107,7 @@ async def test_dispatch_never_raises_and_never_runs_a_blocked_call(
         filter=ToolFilter(deny=["denied"]),
         emit=events.append,
         ledger=ledger,
+        secrets=["qjz-secret"],  # every row passes through the redactor
     )
     assert denied.runs == []
     parsed = parsed_text(arguments) if isinstance(arguments, str) else arguments

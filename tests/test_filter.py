@@ -88,6 +88,21 @@ def test_non_string_names_are_type_errors(bad: dict[str, object]) -> None:
         filter_tools(tools("echo"), bad)  # type: ignore[arg-type]
 
 
+def test_a_filter_name_holding_a_lone_surrogate_is_refused_not_dropped() -> None:
+    # Dropping it would turn allow=["x\ud800"] (nothing passes) into no restriction at all.
+    for field in ("allow", "deny"):
+        with pytest.raises(ValueError, match=f"{field} names must be Unicode text"):
+            ToolFilter(**{field: ["ok", "x\ud800"]})
+
+
+def test_a_name_holding_a_lone_surrogate_passes_only_where_no_allow_list_restricts() -> None:
+    # No list can hold such a name: it passes a deny list and fails every allow list.
+    assert ToolFilter(deny=["a"]).permits("a\ud800")
+    assert not ToolFilter(allow=["a"]).permits("a\ud800")
+    assert ToolFilter(allow=["a"]).apply(["a", "a\ud800"]) == [0]
+    assert ToolFilter(deny=["a"]).apply(["a", "a\ud800"]) == [1]
+
+
 def test_unknown_filter_keys_and_shapes_are_refused() -> None:
     with pytest.raises(ValueError, match="allow"):
         filter_tools(tools("a"), {"allowed": ["a"]})  # type: ignore[dict-item]

@@ -64,6 +64,29 @@ async def test_dispatch_rows_are_stored_in_order_and_redacted(tmp_path: Path) ->
     assert not secret_on_disk(path)
 
 
+async def test_text_holding_lone_surrogates_is_stored_with_replacement_characters(
+    tmp_path: Path,
+) -> None:
+    # A JSON decoder turns a model's "\ud800" into a lone surrogate, which UTF-8 (and so the
+    # file) cannot carry: the row keeps everything else and marks each one with U+FFFD.
+    with SqliteRunLedger(tmp_path / "ledger.db") as ledger:
+        registry = create_tool_registry([ToolDefinition("echo", execute=echo)])
+        result = await dispatch_tool_call(
+            ToolCall("c0", "echo", {"note\ud800": "a\udfff" + SECRET}),
+            registry,
+            context("c0"),
+            ledger=ledger,
+            secrets=[SECRET],
+        )
+        # What the model gets back keeps its surrogates; only the secret is gone.
+        assert result.value == {"echo": {"note\ud800": "a\udfff[REDACTED]"}}
+        rows = ledger.rows()
+    assert [row.status for row in rows] == ["started", "finished"]
+    assert rows[0].arguments == {"note\ufffd": "a\ufffd[REDACTED]"}
+    assert rows[1].result is not None
+    assert rows[1].result.value == {"echo": {"note\ufffd": "a\ufffd[REDACTED]"}}
+
+
 def secret_on_disk(path: Path) -> bool:
     """True when the secret is in the database file or its WAL side files."""
     files = [path, Path(f"{path}-wal"), Path(f"{path}-shm")]

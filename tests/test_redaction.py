@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
+from tests.support import any_text
 
 from prism_tools import (
     ErrorInfo,
@@ -360,6 +361,35 @@ def test_a_non_string_replacement_is_a_type_error() -> None:
         SecretRedactor([SECRET], replacement=None)  # type: ignore[arg-type]
 
 
+def test_text_holding_lone_surrogates_is_redacted_and_keeps_its_surrogates() -> None:
+    # A JSON decoder turns a model's "\ud800" into a lone surrogate, which UTF-8 cannot carry.
+    redactor = create_secret_redactor([SECRET])
+    value = {"k\ud800" + SECRET: ["\udfff" + SECRET + "\udc80", "clean\ud800"]}
+
+    assert redactor.contains_secret(value)
+    assert redactor.redact(value) == {
+        "k\ud800" + REPLACEMENT: ["\udfff" + REPLACEMENT + "\udc80", "clean\ud800"]
+    }
+    clean = {"clean\ud800": "\udfff"}
+    assert redactor.redact(clean) is clean
+
+
+def test_a_secret_holding_a_lone_surrogate_is_matched_where_it_stands() -> None:
+    # os.environ gives a value that is not UTF-8 as text with surrogates ("surrogateescape").
+    secret = "tok\udcff\udc80en"
+    redactor = create_secret_redactor([secret, "plain-secret"])
+
+    assert redactor.redact(f"a {secret} b plain-secret") == f"a {REPLACEMENT} b {REPLACEMENT}"
+    assert redactor.redact({"k": [secret]}) == {"k": [REPLACEMENT]}
+    assert redactor.redact("tok\udcffen") == "tok\udcffen"
+    assert not redactor.contains_secret("tok en")
+
+
+def test_a_replacement_holding_a_lone_surrogate_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="lone surrogate"):
+        create_secret_redactor([SECRET], replacement="\ud800")
+
+
 def test_repr_never_shows_a_secret() -> None:
     redactor = create_secret_redactor([SECRET, "pw-other"])
     for text in (repr(redactor), str(redactor), f"{redactor!r}"):
@@ -568,18 +598,18 @@ def _replacement_disjoint_from(secret: str) -> str | None:
 
 @given(
     st.data(),
-    st.text(min_size=1, max_size=12).filter(
+    any_text(min_size=1, max_size=12).filter(
         lambda secret: "_" not in secret and not set(secret) <= set("0123456789")
     ),
 )
 def test_property_no_string_or_key_keeps_the_secret(data: st.DataObject, secret: str) -> None:
-    """Any text secret, including quotes, backslashes, newlines and control characters, in
-    values whose other text is arbitrary too. The replacement shares no character with the
-    secret, so it cannot re-form it."""
+    """Any text secret, including quotes, backslashes, newlines, control characters and lone
+    surrogates, in values whose other text is arbitrary too. The replacement shares no
+    character with the secret, so it cannot re-form it."""
     replacement = _replacement_disjoint_from(secret)
     assume(replacement is not None)
     assert replacement is not None
-    filler = st.text(max_size=8)
+    filler = any_text(max_size=8)
     value = data.draw(
         st.one_of(
             values_embedding(secret, filler),
@@ -602,11 +632,11 @@ def test_property_no_string_or_key_keeps_the_secret(data: st.DataObject, secret:
     assert value == before
 
 
-@given(st.data(), st.text(min_size=1, max_size=12))
+@given(st.data(), any_text(min_size=1, max_size=12))
 def test_property_values_without_the_secret_come_back_identical(
     data: st.DataObject, secret: str
 ) -> None:
-    value = data.draw(json_like_values(st.text(max_size=8)), label="value")
+    value = data.draw(json_like_values(any_text(max_size=8)), label="value")
     assume(not holds(value, secret))
     redactor = create_secret_redactor([secret])
     assert redactor.redact(value) is value

@@ -112,6 +112,18 @@ def test_non_string_lookups_do_not_raise() -> None:
         registry.resolve(None)  # type: ignore[arg-type]
 
 
+def test_a_name_holding_a_lone_surrogate_is_refused_and_never_found() -> None:
+    # A JSON decoder turns a model's "\ud800" into a lone surrogate, which UTF-8 cannot carry.
+    registry = create_tool_registry([tool("a")])
+    with pytest.raises(ValueError, match="lone surrogate"):
+        registry.register(tool("a\ud800"))
+    assert registry.names() == ["a"]
+    assert registry.get("a\ud800") is None
+    assert "a\ud800" not in registry
+    with pytest.raises(UnknownToolError):
+        registry.resolve("a\ud800")
+
+
 class RegistryModel(RuleBasedStateMachine):
     """The registry behaves like an insertion-ordered dict under the replace policy."""
 

@@ -820,6 +820,8 @@ def test_parse_tool_arguments_numbers() -> None:
         ('{"a": 1e400}', "invalid_json"),
         ("\ufeff{}", "invalid_json"),
         (b'{"a": "\xff"}', "invalid_json"),
+        ('{"a": "\ud800"}', "invalid_json"),
+        ('{"\udfff": 1}', "invalid_json"),
         ("[]", "not_an_object"),
         ("[1, 2]", "not_an_object"),
         ("1", "not_an_object"),
@@ -840,6 +842,28 @@ def test_bad_argument_text_raises_arguments_error(text: str | bytes, reason: str
         assert str(error) == "Tool arguments must be a JSON object"
     else:
         assert str(error).startswith("Tool arguments are not valid JSON")
+
+
+def test_argument_text_holding_a_lone_surrogate_says_where() -> None:
+    # A JSON decoder turns a model's "\ud800" into a lone surrogate, which UTF-8 cannot carry.
+    text = '{"a": "xy\udc80"}'
+    with pytest.raises(ArgumentsError) as caught:
+        parse_tool_arguments(text)
+    assert str(caught.value) == (
+        "Tool arguments are not valid JSON: a lone surrogate (half of a UTF-16 pair) at"
+        f" character {text.index(chr(0xDC80))}. Send one complete JSON object."
+    )
+
+
+def test_schema_text_holding_a_lone_surrogate_is_refused_as_not_json() -> None:
+    text = '{"type": "string", "pattern": "^\ud800"}'
+    with pytest.raises(SchemaGuardError) as caught:
+        check_schema(text)
+    assert caught.value.reason == "schema_invalid"
+    where = f"at character {text.index(chr(0xD800))}"
+    assert str(caught.value).endswith(f"not JSON: a lone surrogate (half of a UTF-16 pair) {where}")
+    assert guard_error({"enum": ["\ud800"]}).reason == "schema_invalid"
+    assert guard_error({"properties": {"\udc80": {}}}).reason == "schema_invalid"
 
 
 def test_too_large_argument_text() -> None:

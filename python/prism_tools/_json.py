@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,6 +14,7 @@ JSONDecodeError = orjson.JSONDecodeError
 # orjson refuses nesting deeper than 254 levels; the lenient writer stops a little before that.
 _LENIENT_MAX_DEPTH = 200
 _INT64_MIN, _UINT64_MAX = -(2**63), 2**64 - 1
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def dumps(value: Any) -> bytes:
@@ -29,8 +31,8 @@ def dumps_lenient(value: Any) -> bytes:
     """JSON bytes for display and audit; never raises on odd values.
 
     Objects JSON cannot hold are written as their ``str``, non-string keys as strings, integers
-    beyond 64 bits as strings, cycles as ``"[Circular]"`` and nesting past 200 levels as
-    ``"[MaxDepth]"``.
+    beyond 64 bits as strings, cycles as ``"[Circular]"``, nesting past 200 levels as
+    ``"[MaxDepth]"`` and each lone surrogate in a string (which UTF-8 cannot carry) as U+FFFD.
     """
     try:
         return orjson.dumps(value, default=_fallback, option=orjson.OPT_NON_STR_KEYS)
@@ -59,8 +61,15 @@ def _fallback(value: Any) -> Any:
     return str(value)
 
 
+def _text(value: str) -> str:
+    """``value`` with each lone surrogate (half of a UTF-16 pair) replaced by U+FFFD."""
+    return _LONE_SURROGATE.sub("\ufffd", value)
+
+
 def _plain(value: Any, depth: int, ancestors: set[int]) -> Any:
-    if isinstance(value, bool) or value is None or isinstance(value, float | str):
+    if isinstance(value, str):
+        return _text(value)
+    if isinstance(value, bool) or value is None or isinstance(value, float):
         return value
     if isinstance(value, int):
         return value if _INT64_MIN <= value <= _UINT64_MAX else str(value)
@@ -72,13 +81,15 @@ def _plain(value: Any, depth: int, ancestors: set[int]) -> Any:
     ancestors.add(marker)
     try:
         if isinstance(value, dict):
-            return {str(key): _plain(item, depth + 1, ancestors) for key, item in value.items()}
+            return {
+                _text(str(key)): _plain(item, depth + 1, ancestors) for key, item in value.items()
+            }
         if isinstance(value, list | tuple | set | frozenset):
             return [_plain(item, depth + 1, ancestors) for item in value]
         to_dict = getattr(value, "to_dict", None)
         if callable(to_dict) and not isinstance(value, type):
             return _plain(to_dict(), depth + 1, ancestors)
-        return str(value)
+        return _text(str(value))
     finally:
         ancestors.discard(marker)
 
