@@ -61,14 +61,15 @@ def _fallback(value: Any) -> Any:
     return str(value)
 
 
-def _text(value: str) -> str:
-    """``value`` with each lone surrogate (half of a UTF-16 pair) replaced by U+FFFD."""
-    return _LONE_SURROGATE.sub("\ufffd", value)
+def replace_lone_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate (half of a UTF-16 pair, which UTF-8 cannot carry and a
+    JSON decoder makes from ``"\\ud800"``) replaced by U+FFFD; ASCII text is returned as is."""
+    return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def _plain(value: Any, depth: int, ancestors: set[int]) -> Any:
     if isinstance(value, str):
-        return _text(value)
+        return replace_lone_surrogates(value)
     if isinstance(value, bool) or value is None or isinstance(value, float):
         return value
     if isinstance(value, int):
@@ -82,14 +83,15 @@ def _plain(value: Any, depth: int, ancestors: set[int]) -> Any:
     try:
         if isinstance(value, dict):
             return {
-                _text(str(key)): _plain(item, depth + 1, ancestors) for key, item in value.items()
+                replace_lone_surrogates(str(key)): _plain(item, depth + 1, ancestors)
+                for key, item in value.items()
             }
         if isinstance(value, list | tuple | set | frozenset):
             return [_plain(item, depth + 1, ancestors) for item in value]
         to_dict = getattr(value, "to_dict", None)
         if callable(to_dict) and not isinstance(value, type):
             return _plain(to_dict(), depth + 1, ancestors)
-        return _text(str(value))
+        return replace_lone_surrogates(str(value))
     finally:
         ancestors.discard(marker)
 
