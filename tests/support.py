@@ -103,3 +103,38 @@ def check_appends_from_threads(ledger: Any, make_row: Callable[[str], Any]) -> N
         prefix = f"t{writer_number}-"
         mine = [row.tool_call_id for row in rows if row.tool_call_id.startswith(prefix)]
         assert mine == [f"{prefix}{number}" for number in range(50)]
+
+
+async def check_text_no_column_can_hold_is_stored(ledger: Any) -> None:
+    """A model's call id and tool name holding NUL and lone surrogates (from "\\u0000" and
+    "\\ud800") are written to ``ledger`` with U+FFFD in the indexed columns, found again by the
+    same ids, and the rest of the row is kept."""
+    from prism_tools import (
+        ToolCall,
+        ToolDefinition,
+        ToolExecutionContext,
+        create_tool_registry,
+        dispatch_tool_call,
+    )
+
+    ran: list[Any] = []
+    registry = create_tool_registry([ToolDefinition("echo", execute=lambda a, c: ran.append(a))])
+    for call in (
+        ToolCall("c\ud800\x00", "echo", {"note": "a\x00b"}),
+        ToolCall("c2", "nope\udfff", {}),
+    ):
+        context = ToolExecutionContext(session_id="s\x00", run_id="r", tool_call_id=call.id)
+        await dispatch_tool_call(call, registry, context, ledger=ledger)
+    assert ran == [{"note": "a\x00b"}]
+    rows = ledger.rows(session_id="s\x00")
+    assert [(row.name, row.status) for row in rows] == [
+        ("echo", "started"),
+        ("echo", "finished"),
+        ("nope\ufffd", "blocked"),
+    ]
+    assert rows[0].arguments == {"note": "a\x00b"}
+    assert [row.status for row in ledger.rows(tool_call_id="c\ud800\x00")] == [
+        "started",
+        "finished",
+    ]
+    assert [row.reason for row in ledger.rows(tool_call_id="c2")] == ["unknown_tool"]

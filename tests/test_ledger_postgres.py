@@ -15,7 +15,11 @@ from typing import Any
 
 import pytest
 from tests.pg import PgSchema, with_options
-from tests.support import append_from_threads, check_appends_from_threads
+from tests.support import (
+    append_from_threads,
+    check_appends_from_threads,
+    check_text_no_column_can_hold_is_stored,
+)
 
 from prism_tools import (
     ToolCall,
@@ -120,6 +124,12 @@ async def test_dispatch_rows_are_stored_in_order_and_redacted(pg_schema: PgSchem
         )
         == "2"
     )
+
+
+@postgres
+async def test_ids_and_names_no_column_can_hold_are_stored(pg_schema: PgSchema) -> None:
+    with PostgresRunLedger(pg_schema.dsn) as ledger:
+        await check_text_no_column_can_hold_is_stored(ledger)
 
 
 @postgres

@@ -12,7 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support import OpenedConnections, check_appends_from_threads, not_a_database
+from tests.support import (
+    OpenedConnections,
+    check_appends_from_threads,
+    check_text_no_column_can_hold_is_stored,
+    not_a_database,
+)
 
 from prism_tools import (
     ToolCall,
@@ -85,6 +90,11 @@ async def test_text_holding_lone_surrogates_is_stored_with_replacement_character
     assert rows[0].arguments == {"note\ufffd": "a\ufffd[REDACTED]"}
     assert rows[1].result is not None
     assert rows[1].result.value == {"echo": {"note\ufffd": "a\ufffd[REDACTED]"}}
+
+
+async def test_ids_and_names_no_column_can_hold_are_stored(tmp_path: Path) -> None:
+    with SqliteRunLedger(tmp_path / "ledger.db") as ledger:
+        await check_text_no_column_can_hold_is_stored(ledger)
 
 
 def secret_on_disk(path: Path) -> bool:

@@ -7,10 +7,38 @@ ledger already redacted when dispatch has secrets or a redactor.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable
 from typing import Protocol
 
 from prism_tools.types import ToolCallRecord
+
+# What a durable ledger's text columns cannot hold: NUL (PostgreSQL text refuses it) and lone
+# surrogates (no UTF-8 spelling; a JSON decoder makes them from a model's "\ud800").
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def column_text(value: str) -> str:
+    """``value`` as a durable ledger's text column holds it: NUL and each lone surrogate become
+    U+FFFD, so a model's odd call id or tool name never stops the row from being written."""
+    if not isinstance(value, str):
+        return value  # the driver refuses it with its own message
+    if value.isascii() and "\x00" not in value:
+        return value
+    return _UNSTORABLE.sub("\ufffd", value)
+
+
+def row_columns(record: ToolCallRecord) -> tuple[str, str, str, str, str, str]:
+    """A durable ledger's indexed columns of ``record``: row id, session id, run id, tool call
+    id, tool name and status, each as ``column_text`` stores it."""
+    return (
+        column_text(record.id),
+        column_text(record.session_id),
+        column_text(record.run_id),
+        column_text(record.tool_call_id),
+        column_text(record.name),
+        record.status,
+    )
 
 
 def row_filter(
@@ -29,7 +57,7 @@ def row_filter(
     ):
         if value is not None:
             clauses.append(f"{column} = {placeholder}")
-            values.append(value)
+            values.append(column_text(value))
     return (f" WHERE {' AND '.join(clauses)}" if clauses else ""), values
 
 

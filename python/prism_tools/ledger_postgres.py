@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from prism_tools import _json
 from prism_tools._postgres import SCHEMA_LOCK_SQL, ConnectionPoolLike, PostgresConnections
-from prism_tools.ledger import row_filter
+from prism_tools.ledger import row_columns, row_filter
 from prism_tools.ledger_sqlite import record_from_dict
 from prism_tools.types import ToolCallRecord
 
@@ -121,15 +121,7 @@ class PostgresRunLedger:
                 "INSERT INTO prism_tool_calls"
                 " (row_id, session_id, run_id, tool_call_id, name, status, row)"
                 " VALUES (%s, %s, %s, %s, %s, %s, %s::json)",
-                (
-                    record.id,
-                    record.session_id,
-                    record.run_id,
-                    record.tool_call_id,
-                    record.name,
-                    record.status,
-                    row,
-                ),
+                (*row_columns(record), row),
             )
 
     def rows(

@@ -18,7 +18,7 @@ from typing import Final, Literal
 
 from prism_tools import _json
 from prism_tools._sqlite import connect_prepared, create_versioned_tables, enable_wal
-from prism_tools.ledger import row_filter
+from prism_tools.ledger import row_columns, row_filter
 from prism_tools.types import JSONValue, ToolCallRecord, ToolResult
 
 SCHEMA_VERSION: Final = 1
@@ -97,15 +97,7 @@ class SqliteRunLedger:
                 "INSERT INTO prism_tool_calls"
                 " (row_id, session_id, run_id, tool_call_id, name, status, row)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    record.id,
-                    record.session_id,
-                    record.run_id,
-                    record.tool_call_id,
-                    record.name,
-                    record.status,
-                    row,
-                ),
+                (*row_columns(record), row),
             )
 
     def rows(
