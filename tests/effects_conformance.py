@@ -697,6 +697,43 @@ class EffectStoreConformance:
         with limit(f"{label} is required and bounded"):
             await store.get(key)
 
+    @pytest.mark.parametrize(
+        ("field", "label"),
+        [
+            ("session_id", "session id"),
+            ("tool_call_id", "tool call id"),
+            ("tool_name", "tool name"),
+        ],
+    )
+    async def test_key_fields_holding_a_lone_surrogate_are_refused(
+        self, store: Any, field: str, label: str
+    ) -> None:
+        # A JSON decoder makes "c\ud800" from a model's call id; no record may be keyed by it.
+        key = dataclasses.replace(make_key(), **{field: "x\ud800"})
+        message = f"{label} must be Unicode text: it holds a lone surrogate"
+        with limit(message):
+            await store.begin(key)
+        with limit(message):
+            await store.get(key)
+
+    async def test_a_result_holding_a_lone_surrogate_is_stored_with_a_replacement(
+        self, store: Any
+    ) -> None:
+        # The tool has run: its result is kept (U+FFFD where UTF-8 cannot go), not refused.
+        key = make_key()
+        sent = await self.dispatched(store, key)
+        done = await store.complete(
+            key,
+            claim_token=sent.claim_token,
+            expected_version=sent.version,
+            result=result_for(key, {"sent_to": "x\ud800", "k\udfff": 1}),
+        )
+        assert done.status == "completed"
+        stored = await store.get(key)
+        assert stored.status == "completed"
+        assert stored.result is not None
+        assert stored.result.value == {"sent_to": "x\ufffd", "k\ufffd": 1}
+
     async def test_key_fields_at_their_bounds_are_accepted(self, store: Any) -> None:
         key = dataclasses.replace(
             make_key(), key="k" * 96, session_id="s" * 512, tool_name="é" * 256
@@ -751,6 +788,14 @@ class EffectStoreConformance:
         key = make_key()
         claim = (await store.begin(key)).record
         token = claim.claim_token
+        with limit("effect failure code must be Unicode text: it holds a lone surrogate"):
+            await store.fail(
+                key,
+                claim_token=token,
+                expected_version=1,
+                status="failed_terminal",
+                failure={"code": "smtp\ud800"},
+            )
         for failure in ({"code": "c" * 129}, {"code": ""}, {}, "E", None):
             with limit("effect failure code is required and bounded"):
                 await store.fail(

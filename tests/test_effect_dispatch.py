@@ -158,6 +158,24 @@ async def test_a_completed_duplicate_returns_the_stored_result_silently() -> Non
     assert len(set(body.keys)) == 3
 
 
+async def test_lone_surrogates_from_the_model_never_leave_an_effect_unknown() -> None:
+    # A JSON decoder makes "\ud800" from a model's text; UTF-8 (and so the store) cannot carry it.
+    body = Counter(output={"sent_to": "x\ud800"})
+    store = InMemoryToolEffectStore()
+    definition = tool(body, REQUIRED)
+    first = await send(definition, effect_store=store, arguments={"to": "x\ud800"})
+    assert first.value == {"sent_to": "x\ud800"}
+    again = await send(definition, effect_store=store, arguments={"to": "x\ud800"})
+    assert again.value == {"sent_to": "x\ufffd"}  # the stored copy, replayed
+    assert body.runs == 1
+    # A call id holding one cannot key a record: refused before the tool runs.
+    refused = await send(definition, effect_store=store, call_id="c\ud800")
+    assert blocked_code(refused) == "ERR_PRISM_TOOL_EFFECT_LIMIT"
+    assert refused.error is not None
+    assert "tool call id must be Unicode text" in refused.error.message
+    assert body.runs == 1
+
+
 async def test_a_caller_supplied_key_is_never_trusted() -> None:
     body = Counter()
     definition = tool(body, REQUIRED)

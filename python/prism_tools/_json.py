@@ -67,6 +67,24 @@ def replace_lone_surrogates(text: str) -> str:
     return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)
 
 
+def without_lone_surrogates(value: Any) -> Any:
+    """Plain JSON data (dicts, lists, strings, ...) with ``replace_lone_surrogates`` applied to
+    every string and key; anything else is kept as it is. For a store whose strict writer
+    refused a value only because a string held a lone surrogate."""
+    if isinstance(value, str):
+        return replace_lone_surrogates(value)
+    if isinstance(value, dict):
+        return {
+            replace_lone_surrogates(key) if isinstance(key, str) else key: without_lone_surrogates(
+                item
+            )
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [without_lone_surrogates(item) for item in value]
+    return value
+
+
 def _plain(value: Any, depth: int, ancestors: set[int]) -> Any:
     if isinstance(value, str):
         return replace_lone_surrogates(value)

@@ -744,7 +744,15 @@ def ms_from_iso(text: str) -> int:
 
 
 def _bounded(value: Any, label: str, limit: int) -> str:
-    if not isinstance(value, str) or not value.strip() or len(value.encode("utf-8")) > limit:
+    if not isinstance(value, str) or not value.strip():
+        raise _limit(f"{label} is required and bounded")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        # A lone surrogate (a JSON decoder makes one from a model's "\ud800"): an id that
+        # decides which record is which is refused, never rewritten into another id.
+        raise _limit(f"{label} must be Unicode text: it holds a lone surrogate") from None
+    if size > limit:
         raise _limit(f"{label} is required and bounded")
     return value
 
@@ -817,12 +825,23 @@ def _checked_result_data(result: Any, key: ToolEffectKey) -> dict[str, JSONValue
         raise _conflict()
     data = result.to_dict()
     try:
-        size = len(_json.dumps(data))
+        size = len(_strict_json(data))
     except (_json.JSONEncodeError, TypeError) as err:
         raise _limit("tool result must be JSON serializable") from err
     if size > MAX_RESULT_BYTES:
         raise _limit("tool result exceeds limits")
     return data
+
+
+def _strict_json(data: dict[str, JSONValue]) -> bytes:
+    """The stored JSON of plain record or result data. A result is the tool's output and the
+    tool has already run, so a string holding a lone surrogate (which UTF-8 cannot carry) is
+    stored with U+FFFD for it rather than leaving the record ``unknown``; anything else JSON
+    cannot hold is still refused."""
+    try:
+        return _json.dumps(data)
+    except (_json.JSONEncodeError, TypeError):
+        return _json.dumps(_json.without_lone_surrogates(data))
 
 
 def _check_version(value: Any) -> int:
@@ -837,7 +856,7 @@ def encode_record(
     """The stored JSON of a record; refuses a record over 128 KiB. ``result_data`` is
     ``record.result.to_dict()`` when the caller has it already."""
     try:
-        blob = _json.dumps(_record_data(record, result_data))
+        blob = _strict_json(_record_data(record, result_data))
     except (_json.JSONEncodeError, TypeError) as err:
         raise _limit("tool effect record must be JSON serializable") from err
     if len(blob) > MAX_RECORD_BYTES:
