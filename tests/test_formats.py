@@ -385,6 +385,22 @@ MALFORMED: list[tuple[Any, str]] = [
         [{"name": "a", "parameters": {"enum": {1, 2}}}],
         "entry 0 ('a'): 'parameters': set is not JSON data at /enum",
     ),
+    (
+        [{"name": "a\ud800"}],
+        "entry 0 ('a\\ud800'): 'name' holds a lone surrogate, which is not Unicode text",
+    ),
+    (
+        [{"name": "a", "description": "d\udfff"}],
+        "entry 0 ('a'): 'description' holds a lone surrogate, which is not Unicode text",
+    ),
+    (
+        [{"name": "a", "parameters": {"enum": ["ok", "x\udc80"]}}],
+        "entry 0 ('a'): 'parameters': a string holding a lone surrogate at /enum/1",
+    ),
+    (
+        [{"name": "a", "parameters": {"properties": {"k\ud800": {}}}}],
+        "entry 0 ('a'): 'parameters': a key holding a lone surrogate at /properties",
+    ),
     ([{}, {"name": "fine"}], "entry 0: unknown tool shape (keys: none)"),
     ([{"a\nb": 1, "c": 2}], "entry 0: unknown tool shape (keys: a\\nb, c)"),
     (
