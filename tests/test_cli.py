@@ -329,6 +329,22 @@ def test_search_ranks_with_scores_and_matched_words(capsys: pytest.CaptureFixtur
     assert scores == sorted(scores, reverse=True)
 
 
+def test_json_output_shows_arguments_that_are_not_utf8_as_escapes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Python keeps argv bytes that are not UTF-8 as lone surrogates, which JSON cannot carry.
+    status, out, err = run_cli_both(capsys, "search", "--json", "@examples", "weather\udcff")
+    assert (status, err) == (0, "")
+    assert json.loads(out)["query"] == "weather\\xff"
+    catalog = tmp_path / "tools.json"
+    catalog.write_text(json.dumps([{"name": "a", "parameters": {"type": "object"}}]))
+    odd = tmp_path / "tools\udcff.json"
+    catalog.rename(odd)
+    status, out, err = run_cli_both(capsys, "check", "--json", str(odd))
+    assert (status, err) == (0, "")
+    assert json.loads(out)["catalog"] == str(tmp_path / "tools\\xff.json")
+
+
 def test_search_of_a_file_catalog_and_bad_k(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run_cli_both(capsys, "search", str(CATALOGS / "mcp.json"), "docs")
     assert status == 0

@@ -160,6 +160,15 @@ def _progress_printer(err: TextIO) -> Callable[[int, int], None] | None:
     return report
 
 
+def _argument_text(text: str) -> str:
+    """A command-line argument as JSON output can hold it: bytes that were not UTF-8 (Python
+    keeps them as lone surrogates) are shown as ``\\xNN`` escapes."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return _json.replace_lone_surrogates(text)
+
+
 def _check(source: str, as_json: bool, require_schema: bool, out: TextIO, err: TextIO) -> int:
     if source == EXAMPLES:
         tools: Sequence[ToolDefinition] = example_tools()
@@ -186,7 +195,7 @@ def _check(source: str, as_json: bool, require_schema: bool, out: TextIO, err: T
         progress=_progress_printer(err),
     )
     if as_json:
-        data = {"catalog": source, "format": shape, **result.to_dict()}
+        data = {"catalog": _argument_text(source), "format": shape, **result.to_dict()}
         out.write(_json.dumps(data).decode("utf-8") + "\n")
     else:
         out.write(_format_check(source, shape, result))
@@ -222,8 +231,8 @@ def _search(source: str, query: str, k: int, as_json: bool, out: TextIO) -> int:
         raise CommandError(str(error)) from None
     if as_json:
         data = {
-            "catalog": source,
-            "query": query,
+            "catalog": _argument_text(source),
+            "query": _argument_text(query),
             "hits": [
                 {"name": hit.name, "score": hit.score, "matched": list(hit.matched)} for hit in hits
             ],
