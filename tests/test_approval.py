@@ -4,6 +4,7 @@ fresh process, through plain JSON state), sticky decisions, and the checkpoint s
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -121,6 +122,20 @@ async def test_a_tool_round_suspends_before_any_tool_runs() -> None:
     assert log.types[-1] == "agent_finished"
     state = json.loads(json.dumps(session.state))
     assert [item["tool_call_id"] for item in state["suspension"]["pending"]] == ["c1", "c2"]
+
+
+@pytest.mark.parametrize("odd", [math.nan, 10**400, object()])
+async def test_a_host_made_call_whose_arguments_are_not_json_still_suspends(odd: Any) -> None:
+    # Only a custom provider can hand over such arguments; they are hashed by their repr.
+    echo = Recorder()
+    session, _, _ = make([calling(ToolCall("c1", "echo", {"x": odd})), answer()], ("echo", echo))
+
+    result = await session.run("hi")
+
+    assert echo.calls == []
+    assert result.status == "suspended"
+    assert [item.tool_call_id for item in result.pending] == ["c1"]
+    assert len(result.pending[0].arguments_hash) == 64
 
 
 async def test_approving_all_runs_the_round_in_call_order_and_continues() -> None:

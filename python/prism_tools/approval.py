@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
 
-from prism_tools.effects import arguments_hash
+from prism_tools.effects import ToolEffectError, arguments_hash
 from prism_tools.errors import PrismError
 from prism_tools.types import JSONValue
 
@@ -156,8 +156,8 @@ def call_arguments_hash(arguments: Any) -> str:
     host-made call has them) hash their ``repr``."""
     try:
         return arguments_hash(arguments)
-    except (TypeError, ValueError):
-        return hashlib.sha256(repr(arguments).encode()).hexdigest()
+    except (TypeError, ValueError, ToolEffectError):
+        return hashlib.sha256(repr(arguments).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
