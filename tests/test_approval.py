@@ -675,6 +675,33 @@ def test_checkpoint_stores_save_load_and_delete(store: CheckpointStore) -> None:
         store.save("", {})
 
 
+def test_checkpoint_stores_refuse_a_session_id_holding_a_lone_surrogate(
+    store: CheckpointStore,
+) -> None:
+    # Refused by both stores alike, and never read as "s\ufffd", which is another session.
+    store.save("s\ufffd", {"version": 1})
+    for use in (
+        lambda: store.save("s\ud800", {"version": 2}),
+        lambda: store.load("s\ud800"),
+        lambda: store.delete("s\ud800"),
+    ):
+        with pytest.raises(ValueError, match="session_id holds a lone surrogate"):
+            use()
+    assert store.load("s\ufffd") == {"version": 1}
+    store.save("séance-天", {"version": 3})
+    assert store.load("séance-天") == {"version": 3}
+
+
+def test_checkpoint_stores_refuse_a_state_nested_too_deeply(store: CheckpointStore) -> None:
+    nested: Any = "x"
+    for _ in range(100_000):
+        nested = [nested]
+    store.save("s1", {"version": 1})
+    with pytest.raises(ValueError, match="nests too deeply"):
+        store.save("s1", {"version": 2, "nested": nested})
+    assert store.load("s1") == {"version": 1}
+
+
 def test_the_sqlite_store_survives_reopening(tmp_path: Path) -> None:
     path = tmp_path / "checkpoints.db"
     with SqliteCheckpointStore(path) as first:

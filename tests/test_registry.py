@@ -14,6 +14,7 @@ from prism_tools import (
     UnknownToolError,
     create_tool_registry,
 )
+from prism_tools._core import Registry
 
 
 def tool(name: str, marker: Any = None) -> ToolDefinition:
@@ -117,6 +118,9 @@ def test_a_name_holding_a_lone_surrogate_is_refused_and_never_found() -> None:
     registry = create_tool_registry([tool("a")])
     with pytest.raises(ValueError, match="lone surrogate"):
         registry.register(tool("a\ud800"))
+    # The core's name table refuses it too, whatever made the definition.
+    with pytest.raises(ValueError, match="Invalid tool name: the name holds a lone surrogate"):
+        Registry().insert("a\ud800")
     assert registry.names() == ["a"]
     assert registry.get("a\ud800") is None
     assert "a\ud800" not in registry

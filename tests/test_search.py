@@ -19,6 +19,13 @@ from prism_tools import (
 from prism_tools import search as search_module
 
 
+class Named(NamedTuple):
+    """A tool-like object: the index reads only ``name`` and ``description``."""
+
+    name: str
+    description: str
+
+
 def tools(*pairs: tuple[str, str]) -> list[ToolDefinition]:
     return [ToolDefinition(name, description=description) for name, description in pairs]
 
@@ -195,12 +202,8 @@ def test_a_registry_is_indexed_in_registry_order() -> None:
 
 
 def test_any_objects_with_name_and_description_are_tools() -> None:
-    class Tool(NamedTuple):
-        name: str
-        description: str
-
     colours = ["red", "green", "blue"]
-    index = ToolSearchIndex(Tool(f"t{i}", colour) for i, colour in enumerate(colours))
+    index = ToolSearchIndex(Named(f"t{i}", colour) for i, colour in enumerate(colours))
     assert index.names == ("t0", "t1", "t2")
     assert names(index.search("blue")) == ["t2"]
 
@@ -383,7 +386,8 @@ def test_lone_surrogates_do_not_crash_and_separate_words() -> None:
         index = index_of(("map", ""), ("weather", ""), max_query_bytes=limit)
         expected = ReferenceIndex([("map", ""), ("weather", "")]).search(query, 16, limit)
         assert [(hit.name, hit.score, hit.matched) for hit in index.search(query)] == expected
-    odd = ToolSearchIndex(tools(("tool\ud800weather", "")))
+    # A ToolDefinition refuses such a name; a catalog of other objects may still hold one.
+    odd = ToolSearchIndex([Named("tool\ud800weather", "")])
     hit = odd.search("weather")[0]
     assert hit.name == "tool\ud800weather"
     assert "tool\ud800weather" in odd

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import pickle
+from datetime import UTC, datetime
 
 import pytest
 
@@ -15,8 +17,8 @@ from prism_tools import (
     ToolResult,
 )
 from prism_tools._frozen import builder, twin
-from prism_tools._json import loads
-from prism_tools.types import ignore_progress, to_json
+from prism_tools._json import dumps_lenient, loads
+from prism_tools.types import ignore_progress, to_json, to_plain
 
 
 def test_value_types_are_frozen() -> None:
@@ -104,6 +106,81 @@ def test_to_json_handles_records_and_odd_values() -> None:
     assert decoded["arguments"] == {"1": "non-string key", "big": str(2**70)}
 
 
+def nested_lists(levels: int, innermost: object = None) -> object:
+    """``levels`` lists, each holding the next; the innermost holds ``innermost`` (or nothing)."""
+    value: object = [] if innermost is None else [innermost]
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+def test_to_plain_cuts_nesting_past_what_json_can_be_written_with() -> None:
+    # orjson writes 254 levels and no more: anything it can write comes through whole.
+    assert to_plain(nested_lists(254)) == nested_lists(254)
+    assert to_plain(nested_lists(255)) == nested_lists(254, "[MaxDepth]")
+    assert to_plain({"k": nested_lists(400)}) == {"k": nested_lists(253, "[MaxDepth]")}
+    # Python's own decoder takes about 990 levels: a tool can return this.
+    deep = json.loads("[" * 600 + "]" * 600)
+    assert to_plain(deep) == nested_lists(254, "[MaxDepth]")
+    result = ToolResult("c", "fetch", deep)
+    assert result.to_dict()["value"] == nested_lists(254, "[MaxDepth]")
+    # Written leniently (as the ledgers write rows), it is cut where the lenient writer cuts.
+    assert loads(to_json(result))["value"] == nested_lists(199, "[MaxDepth]")
+    event = AgentEvent("tool_execution_finished", result=result, data={"extra": deep})
+    assert event.to_dict()["extra"] == nested_lists(254, "[MaxDepth]")
+
+
+def test_to_plain_marks_a_container_that_holds_itself() -> None:
+    looped: dict[str, object] = {"a": 1}
+    looped["self"] = looped
+    assert to_plain(looped) == loads(dumps_lenient(looped)) == {"a": 1, "self": "[Circular]"}
+    ring: list[object] = [1]
+    ring.append(ring)
+    assert to_plain(ring) == [1, "[Circular]"]
+    # Two branches back to the top: marked at once, not walked 254 levels down each branch.
+    forked: dict[str, object] = {}
+    forked["left"] = forked["right"] = forked
+    assert to_plain(forked) == {"left": "[Circular]", "right": "[Circular]"}
+    # A value reached twice without a cycle is kept both times.
+    shared = [1]
+    assert to_plain([shared, shared, looped]) == [[1], [1], {"a": 1, "self": "[Circular]"}]
+    record = ToolCallRecord(
+        "r", "s", "u", "c", "n", looped, "finished", "t", result=ToolResult("c", "n", ring)
+    )
+    plain = record.to_dict()
+    assert plain["arguments"] == {"a": 1, "self": "[Circular]"}
+    assert plain["result"]["value"] == [1, "[Circular]"]
+
+
+def test_to_plain_never_raises_on_a_cycle_through_to_dict() -> None:
+    # Each to_dict starts a walk of its own, so neither depth nor cycles carry across it.
+    holder: list[object] = []
+    result = ToolResult("c", "n", holder)
+    holder.append(result)
+    assert b"[MaxDepth]" in to_json(result)
+    assert "[MaxDepth]" in str(result.to_dict())
+
+
+def test_to_plain_keeps_its_conversions_past_the_depth_limit() -> None:
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+    value = {
+        1: (1, 2),
+        "set": frozenset({3}),
+        "error": ErrorInfo("m", code="E"),
+        "when": when,
+        "deep": nested_lists(300),
+    }
+    plain = to_plain(value)
+    assert plain == {
+        "1": [1, 2],
+        "set": [3],
+        "error": {"message": "m", "code": "E"},
+        "when": when,
+        "deep": nested_lists(253, "[MaxDepth]"),
+    }
+    assert plain["when"] is when
+
+
 def test_tool_definition_checks_its_fields() -> None:
     with pytest.raises(TypeError, match="callable"):
         ToolDefinition(name="t", execute="not callable")  # type: ignore[arg-type]
@@ -123,6 +200,19 @@ def test_tool_definition_checks_its_fields() -> None:
         "exclusive": False,
         "kind": "read",
     }
+
+
+def test_tool_definition_refuses_a_name_or_description_holding_a_lone_surrogate() -> None:
+    # A JSON decoder makes a lone surrogate from a model's "\\ud800"; no UTF-8 request can carry it.
+    with pytest.raises(ValueError, match=r"name 't\\ud800' holds a lone surrogate"):
+        ToolDefinition(name="t\ud800")
+    with pytest.raises(ValueError, match="description for 't' holds a lone surrogate"):
+        ToolDefinition(name="t", description="forecast \udfff")
+    # Python keeps these as two surrogates; only a JSON decoder would join them into one character.
+    with pytest.raises(ValueError, match="lone surrogate"):
+        ToolDefinition(name="t", description="\ud83d\ude00")
+    tool = ToolDefinition(name="天气_météo", description="Prévisions 😀")
+    assert (tool.name, tool.description) == ("天气_météo", "Prévisions 😀")
 
 
 def test_tool_definitions_compare_by_identity() -> None:

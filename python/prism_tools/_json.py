@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
 JSONEncodeError = orjson.JSONEncodeError
 JSONDecodeError = orjson.JSONDecodeError
 
-# orjson refuses nesting deeper than 254 levels; the lenient writer stops a little before that.
-_LENIENT_MAX_DEPTH = 200
+# orjson refuses data nested deeper than this many levels.
+WRITER_MAX_DEPTH: Final = 254
+# The lenient writer stops a little before that, leaving room for the row or event around a value.
+LENIENT_MAX_DEPTH: Final = 200
+# What stands in for a part cut off for being nested too deep, or for a container inside itself.
+MAX_DEPTH_MARKER: Final = "[MaxDepth]"
+CIRCULAR_MARKER: Final = "[Circular]"
 _INT64_MIN, _UINT64_MAX = -(2**63), 2**64 - 1
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# Half of a UTF-16 pair standing alone: UTF-8 has no spelling for it, and a JSON decoder makes
+# one from a model's "\\ud800".
+LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
 def dumps(value: Any) -> bytes:
@@ -61,10 +68,15 @@ def _fallback(value: Any) -> Any:
     return str(value)
 
 
+def holds_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate (``isascii`` answers most text in O(1))."""
+    return not text.isascii() and LONE_SURROGATE.search(text) is not None
+
+
 def replace_lone_surrogates(text: str) -> str:
     """``text`` with each lone surrogate (half of a UTF-16 pair, which UTF-8 cannot carry and a
     JSON decoder makes from ``"\\ud800"``) replaced by U+FFFD; ASCII text is returned as is."""
-    return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)
+    return text if text.isascii() else LONE_SURROGATE.sub("\ufffd", text)
 
 
 def without_lone_surrogates(value: Any) -> Any:
@@ -92,11 +104,11 @@ def _plain(value: Any, depth: int, ancestors: set[int]) -> Any:
         return value
     if isinstance(value, int):
         return value if _INT64_MIN <= value <= _UINT64_MAX else str(value)
-    if depth >= _LENIENT_MAX_DEPTH:
-        return "[MaxDepth]"
+    if depth >= LENIENT_MAX_DEPTH:
+        return MAX_DEPTH_MARKER
     marker = id(value)
     if marker in ancestors:
-        return "[Circular]"
+        return CIRCULAR_MARKER
     ancestors.add(marker)
     try:
         if isinstance(value, dict):

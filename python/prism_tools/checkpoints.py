@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from os import PathLike
 from typing import Any, Protocol, runtime_checkable
 
+from prism_tools._json import holds_lone_surrogate
 from prism_tools._sqlite import connect_prepared
 from prism_tools.types import JSONValue
 
@@ -34,6 +35,17 @@ class CheckpointStore(Protocol):
 def _check_id(session_id: str) -> None:
     if not isinstance(session_id, str) or not session_id:
         raise ValueError("session_id must be a non-empty string")
+    if holds_lone_surrogate(session_id):
+        # Refused, not rewritten to U+FFFD: two different ids would then share a checkpoint.
+        raise ValueError("session_id holds a lone surrogate, which is not Unicode text")
+
+
+def _dumps(state: Mapping[str, JSONValue]) -> str:
+    try:
+        return json.dumps(dict(state))
+    except RecursionError:
+        pass  # raised below, so the error does not keep the deep traceback as its context
+    raise ValueError("the checkpoint state nests too deeply to be stored")
 
 
 class InMemoryCheckpointStore:
@@ -46,7 +58,7 @@ class InMemoryCheckpointStore:
 
     def save(self, session_id: str, state: Mapping[str, JSONValue]) -> None:
         _check_id(session_id)
-        text = json.dumps(dict(state))
+        text = _dumps(state)
         with self._lock:
             self._states[session_id] = text
 
@@ -77,7 +89,7 @@ class SqliteCheckpointStore:
 
     def save(self, session_id: str, state: Mapping[str, JSONValue]) -> None:
         _check_id(session_id)
-        text = json.dumps(dict(state))
+        text = _dumps(state)
         with self._lock:
             self._db.execute(
                 "INSERT INTO prism_checkpoints (session_id, state) VALUES (?, ?) "

@@ -235,7 +235,6 @@ _ESCAPES: Final = {
     "\t": "\\t",
 }
 _NEEDS_ESCAPE: Final = re.compile(r'["\\\x00-\x1f\ud800-\udfff]')
-_SURROGATE: Final = re.compile(r"[\ud800-\udfff]")
 
 
 def _escape_char(match: re.Match[str]) -> str:
@@ -254,7 +253,7 @@ def _pair_surrogates(text: str) -> str:
 def _js_string(text: str) -> str:
     # Without surrogates, the C writer of the json module escapes exactly as JSON.stringify
     # does: the two-character escapes, \u00xx (lowercase) for other controls, nothing else.
-    if text.isascii() or _SURROGATE.search(text) is None:
+    if not _json.holds_lone_surrogate(text):
         return _encode_basestring(text)
     return '"' + _NEEDS_ESCAPE.sub(_escape_char, _pair_surrogates(text)) + '"'
 

@@ -156,23 +156,11 @@ def _escape(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
-def _unicode(text: str) -> bool:
-    """False when ``text`` holds a lone surrogate: a JSON decoder makes one from ``"\\ud800"``,
-    and no provider request (which is UTF-8) can carry it."""
-    if text.isascii():
-        return True
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _copy_json(value: Any, pointer: str, depth: int = 0) -> JSONValue:
     """A fresh copy of plain JSON data (so loaded tools never alias the caller's document);
     anything JSON cannot hold is a problem naming where it sits."""
     if isinstance(value, str):
-        if not _unicode(value):
+        if _json.holds_lone_surrogate(value):
             raise _Problem(f"a string holding a lone surrogate at {pointer or '/'}")
         return value
     if value is None or isinstance(value, bool):
@@ -190,7 +178,7 @@ def _copy_json(value: Any, pointer: str, depth: int = 0) -> JSONValue:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise _Problem(f"non-string key {key!r} at {pointer or '/'}")
-            if not _unicode(key):
+            if _json.holds_lone_surrogate(key):
                 raise _Problem(f"a key holding a lone surrogate at {pointer or '/'}")
             out[key] = _copy_json(item, f"{pointer}/{_escape(key)}", depth + 1)
         return out
@@ -379,7 +367,7 @@ def _name(raw: Mapping[str, Any]) -> str:
         raise _Problem(f"'name' must be a string, got {_kind(name)}")
     if not name:
         raise _Problem("'name' must not be empty")
-    if not _unicode(name):
+    if _json.holds_lone_surrogate(name):
         raise _Problem("'name' holds a lone surrogate, which is not Unicode text")
     return name
 
@@ -390,7 +378,7 @@ def _description(raw: Mapping[str, Any], name: str) -> str:
         return ""
     if not isinstance(description, str):
         raise _Problem(f"'description' must be a string, got {_kind(description)}", name)
-    if not _unicode(description):
+    if _json.holds_lone_surrogate(description):
         raise _Problem("'description' holds a lone surrogate, which is not Unicode text", name)
     return description
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from prism_tools import _json
 from prism_tools._frozen import fast_init
+from prism_tools._json import CIRCULAR_MARKER, MAX_DEPTH_MARKER, WRITER_MAX_DEPTH
 
 if TYPE_CHECKING:
     import asyncio
@@ -63,18 +64,100 @@ BLOCKED_REASONS: tuple[BlockedReason, ...] = (
 LedgerStatus = Literal["started", "finished", "error", "blocked"]
 
 
+# A walk that runs out of stack also gives the depth marker: only a chain of ``to_dict`` calls
+# can, since each starts a walk (and a depth count) of its own.
+# Values of exactly these types come back as they are; an exact type check is much cheaper than
+# the ``to_dict`` lookup and ``Mapping`` check every other value needs.
+_PLAIN_SCALARS: frozenset[type] = frozenset((str, int, float, bool, type(None)))
+_SEQUENCES = (list, tuple, set, frozenset)
+
+
+class _TooDeep(Exception):
+    """The fast walk reached the depth limit: the value is deep or holds a cycle."""
+
+
 def to_plain(value: Any) -> JSONValue:
-    """Turn harness values into plain JSON-ready data (dicts, lists, strings, numbers)."""
+    """Turn harness values into plain JSON-ready data (dicts, lists, strings, numbers).
+
+    Never raises on deep or cyclic values: a container nested past 254 levels (more than JSON
+    can be written with) becomes ``"[MaxDepth]"`` and one that contains itself
+    ``"[Circular]"``, the markers of the lenient JSON writer.
+    """
+    if type(value) in _PLAIN_SCALARS:
+        return value
+    try:
+        try:
+            return _plain_fast(value, 0)
+        except _TooDeep:
+            # Start over with cycle tracking: shallow values, the usual case, never pay for it.
+            return _plain_guarded(value, 0, set())
+    except RecursionError:
+        return MAX_DEPTH_MARKER
+
+
+def _plain_fast(value: Any, depth: int) -> JSONValue:
+    kind = type(value)
+    if kind is dict:  # exact dicts and lists cannot have a to_dict: skip the lookup
+        is_mapping = True
+    elif kind is list:
+        is_mapping = False
+    else:
+        to_dict = getattr(value, "to_dict", None)
+        if to_dict is not None and not isinstance(value, type):
+            if depth >= WRITER_MAX_DEPTH:
+                raise _TooDeep
+            return to_dict()
+        is_mapping = isinstance(value, Mapping)
+        if not is_mapping and not isinstance(value, _SEQUENCES):
+            return value
+    if depth >= WRITER_MAX_DEPTH:
+        raise _TooDeep
+    depth += 1
+    # Loops, not comprehensions (frames of their own before Python 3.12): one frame a level and
+    # faster on small containers. Scalars skip the call.
+    if is_mapping:
+        out = {}
+        for key, item in value.items():
+            out[key if isinstance(key, str) else str(key)] = (
+                item if type(item) in _PLAIN_SCALARS else _plain_fast(item, depth)
+            )
+        return out
+    items = []
+    for item in value:
+        items.append(item if type(item) in _PLAIN_SCALARS else _plain_fast(item, depth))  # noqa: PERF401
+    return items
+
+
+def _plain_guarded(value: Any, depth: int, ancestors: set[int]) -> JSONValue:
+    """``_plain_fast`` with the lenient writer's bounds: markers instead of raising."""
+    if type(value) in _PLAIN_SCALARS:
+        return value
     to_dict = getattr(value, "to_dict", None)
     if to_dict is not None and not isinstance(value, type):
-        return to_dict()
-    if isinstance(value, Mapping):
-        return {
-            key if isinstance(key, str) else str(key): to_plain(item) for key, item in value.items()
-        }
-    if isinstance(value, list | tuple | set | frozenset):
-        return [to_plain(item) for item in value]
-    return value
+        return MAX_DEPTH_MARKER if depth >= WRITER_MAX_DEPTH else to_dict()
+    is_mapping = isinstance(value, Mapping)
+    if not is_mapping and not isinstance(value, _SEQUENCES):
+        return value
+    if depth >= WRITER_MAX_DEPTH:
+        return MAX_DEPTH_MARKER
+    marker = id(value)
+    if marker in ancestors:
+        return CIRCULAR_MARKER
+    ancestors.add(marker)
+    depth += 1
+    plain: JSONValue
+    if is_mapping:
+        plain = {}
+        for key, item in value.items():
+            plain[key if isinstance(key, str) else str(key)] = _plain_guarded(
+                item, depth, ancestors
+            )
+    else:
+        plain = []
+        for item in value:
+            plain.append(_plain_guarded(item, depth, ancestors))
+    ancestors.discard(marker)
+    return plain
 
 
 def to_json(value: Any) -> bytes:
@@ -228,10 +311,20 @@ class ToolDefinition:
             raise TypeError(f"ToolDefinition.name must be a string, got {type(self.name).__name__}")
         if not self.name:
             raise ValueError("ToolDefinition.name must not be empty")
+        if _json.holds_lone_surrogate(self.name):
+            raise ValueError(
+                f"ToolDefinition.name {self.name!r} holds a lone surrogate, "
+                "which is not Unicode text"
+            )
         if self.execute is not None and not callable(self.execute):
             raise TypeError(f"ToolDefinition.execute for {self.name!r} must be callable")
         if not isinstance(self.description, str):
             raise TypeError(f"ToolDefinition.description for {self.name!r} must be a string")
+        if _json.holds_lone_surrogate(self.description):
+            raise ValueError(
+                f"ToolDefinition.description for {self.name!r} holds a lone surrogate, "
+                "which is not Unicode text"
+            )
         if self.parameters is not None and not isinstance(self.parameters, Mapping):
             raise TypeError(
                 f"ToolDefinition.parameters for {self.name!r} must be a mapping or None"
