@@ -12,8 +12,9 @@ import anthropic
 import httpx2
 import orjson
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
+from tests.support import any_text
 
 from prism_tools import (
     ErrorInfo,
@@ -26,9 +27,11 @@ from prism_tools import (
     ToolDefinition,
     ToolExecutionContext,
     Usage,
+    create_agent,
     create_tool_registry,
     dispatch_tool_call,
 )
+from prism_tools._json import replace_lone_surrogates
 from prism_tools.providers.anthropic import (
     AnthropicMessagesProvider,
     AnthropicStreamMapper,
@@ -76,6 +79,38 @@ def test_tool_schemas_are_byte_stable() -> None:
     assert orjson.dumps(anthropic_tools(tools)) == first
     assert first.index(b'"name"') < first.index(b'"description"') < first.index(b'"input_schema"')
     assert list(anthropic_tools(tools)[0]["input_schema"]) == ["type", "properties", "required"]
+
+
+@pytest.mark.parametrize(
+    ("parameters", "pointer", "problem"),
+    [
+        (
+            {"properties": {"q": {"description": "\udc00"}}},
+            "/input_schema/properties/q/description",
+            "holds a lone surrogate U+DC00 at character 0, which UTF-8 cannot carry",
+        ),
+        ({"minimum": float("inf")}, "/input_schema/minimum", "is inf, which JSON lacks"),
+    ],
+)
+def test_a_tool_that_is_not_json_is_refused_with_one_error_naming_it(
+    parameters: dict[str, Any], pointer: str, problem: str
+) -> None:
+    from prism_tools.providers import ToolPayloadError
+    from prism_tools.providers.anthropic import anthropic_tools_json
+
+    tool = ToolDefinition("search", parameters=parameters)
+    for build in (anthropic_tools, anthropic_tools_json):
+        with pytest.raises(ToolPayloadError) as caught:
+            build([tool])
+        assert (caught.value.tool_name, caught.value.pointer, caught.value.problem) == (
+            "search",
+            pointer,
+            problem,
+        )
+    assert (
+        str(caught.value)
+        == f"tool 'search' cannot be sent to a provider: the value at {pointer} {problem}"
+    )
 
 
 # Transcript.
@@ -190,6 +225,83 @@ def test_an_empty_assistant_message_is_left_out() -> None:
     ]
 
 
+@example(
+    user="a\udfff",
+    said="b\udbff",
+    call_id="c\udc00",
+    name="d\udc80",
+    key="e\ud800",
+    raw='{"f": "\ud800"}',
+    result="g\ud800",
+    part="h\ud800",
+)
+@given(
+    user=any_text(max_size=6),
+    said=any_text(min_size=1, max_size=6),
+    call_id=any_text(min_size=1, max_size=6),
+    name=any_text(min_size=1, max_size=6),
+    key=any_text(max_size=6),
+    raw=any_text(max_size=6),
+    result=any_text(max_size=6),
+    part=any_text(max_size=6),
+)
+def test_every_string_of_the_transcript_is_sent_with_lone_surrogates_replaced(
+    user: str,
+    said: str,
+    call_id: str,
+    name: str,
+    key: str,
+    raw: str,
+    result: str,
+    part: str,
+) -> None:
+    # A JSON decoder makes lone surrogates from a model's "\ud800"; the SDK encodes the request
+    # as UTF-8, which cannot carry them, so each must arrive as U+FFFD instead.
+    fixed = replace_lone_surrogates
+    calls = (ToolCall(call_id, name, {key: [key]}), ToolCall("other", name, raw, BAD_ERROR))
+    messages = [
+        Message("user", user),
+        Message("assistant", said, tool_calls=calls),
+        Message("tool", result, tool_call_id=call_id),
+        Message("tool", None, tool_call_id="other", error=BAD_ERROR),
+        Message("user", [{"type": "text", part: part}]),
+    ]
+    sent = anthropic_messages(messages)
+    raw_input, raw_text = tool_input(raw)
+    assert sent == [
+        {"role": "user", "content": fixed(user)},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": fixed(said)},
+                {
+                    "type": "tool_use",
+                    "id": fixed(call_id),
+                    "name": fixed(name),
+                    "input": {fixed(key): [fixed(key)]},
+                },
+                {"type": "tool_use", "id": "other", "name": fixed(name), "input": raw_input},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": fixed(call_id), "content": fixed(result)},
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "other",
+                    "content": f"Error (invalid_json_arguments): {BAD_ERROR.message}"
+                    + ("" if raw_text is None else f"\nArgument text received: {fixed(raw_text)}"),
+                    "is_error": True,
+                },
+                {"type": "text", fixed(part): fixed(part)},
+            ],
+        },
+    ]
+    json.dumps(sent, ensure_ascii=False).encode()  # what the SDK does; raises on a surrogate
+    assert messages[1].tool_calls == calls
+
+
 @pytest.mark.parametrize(
     ("arguments", "expected"),
     [
@@ -294,6 +406,91 @@ def test_response_inputs_that_are_not_objects_become_arguments_errors() -> None:
     assert first.arguments_error is not None
     assert first.arguments_error.code == "invalid_json_arguments"
     assert second.arguments_error is not None
+
+
+def input_json_events(partial_json: str) -> list[dict[str, Any]]:
+    """The stream events of one ``tool_use`` block whose input arrives as ``partial_json``."""
+    return [
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": tool_use("toolu_1", "t", {}),
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": partial_json},
+        },
+    ]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "text"),
+    [
+        ({"text": "x\ud800"}, '{"text":"x\\ud800"}'),
+        # Two keys that differ only in their surrogate (ruff takes them for one).
+        (dict(zip(["a\ud800", "a\ud801"], [1, 2], strict=True)), '{"a\\ud800":1,"a\\ud801":2}'),
+        ({"n": float("nan")}, '{"n":NaN}'),
+        ({"n": [float("-inf")]}, '{"n":[-Infinity]}'),
+    ],
+)
+def test_a_response_input_that_a_stream_could_not_carry_is_refused_like_the_stream(
+    arguments: dict[str, Any], text: str
+) -> None:
+    # The SDK decodes the wire text into ``arguments``; the same text streamed is refused, so
+    # the call must be blocked here too, never run with its keys merged or values altered.
+    whole = parse_anthropic_response(message([tool_use("toolu_1", "t", arguments)]))
+    call = whole.tool_calls[0]
+    assert call.arguments == text
+    assert call.arguments_error is not None
+    assert call.arguments_error.code == "invalid_json_arguments"
+    streamed = assemble_response(anthropic_stream_deltas(input_json_events(text)))
+    assert streamed.tool_calls == whole.tool_calls
+
+
+def test_a_response_input_with_a_large_integer_reads_as_the_stream_reads_it() -> None:
+    whole = parse_anthropic_response(message([tool_use("toolu_1", "t", {"n": 2**70})]))
+    streamed = assemble_response(anthropic_stream_deltas(input_json_events(f'{{"n":{2**70}}}')))
+    assert whole.tool_calls == streamed.tool_calls
+    assert whole.tool_calls[0].arguments == {"n": float(2**70)}
+
+
+# Values a JSON decoder can give: text with lone surrogates, NaN and the infinities (Python's
+# decoder reads them), integers past 64 bits.
+DECODED = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | any_text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(any_text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@example({"text": "x\ud800"})
+@example({"pair": "\udbff\udc00", "n": 2**64})
+@example({"deep": [{"n": float("nan")}]})
+@given(st.dictionaries(any_text(max_size=4), DECODED, max_size=3))
+def test_a_whole_response_and_a_stream_of_the_same_input_agree(arguments: dict[str, Any]) -> None:
+    wire = json.dumps(arguments)  # escapes lone surrogates, writes NaN as the literal
+    streamed = assemble_response(anthropic_stream_deltas(input_json_events(wire))).tool_calls[0]
+    decoded = json.loads(wire)
+    whole = parse_anthropic_response(message([tool_use("toolu_1", "t", decoded)])).tool_calls[0]
+    if streamed.arguments_error is None:
+        assert whole == streamed
+    else:
+        # The refusal is the same; only a column in its message may differ with the spacing.
+        assert whole.arguments_error is not None
+        assert whole.arguments_error.details == streamed.arguments_error.details
+
+
+def test_a_response_input_no_json_can_spell_is_a_malformed_payload() -> None:
+    cyclic: dict[str, Any] = {}
+    cyclic["self"] = cyclic
+    for arguments in (cyclic, {"when": object()}):
+        with pytest.raises(ProviderStreamError) as caught:
+            parse_anthropic_response(message([tool_use("toolu_1", "t", arguments)]))
+        assert caught.value.reason == "malformed_payload"
+        assert "tool_use block.input cannot be read as JSON" in str(caught.value)
 
 
 def test_a_response_tool_use_without_a_name_fails_the_turn() -> None:
@@ -478,7 +675,7 @@ def test_an_error_event_fails_the_turn() -> None:
 
 
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    st.none() | st.booleans() | st.integers() | st.floats() | any_text(max_size=5),
     lambda inner: (
         st.lists(inner, max_size=3)
         | st.dictionaries(
@@ -486,7 +683,7 @@ JSON = st.recursive(
                 ["type", "index", "delta", "content_block", "message", "usage", "input"]
             )
             | st.sampled_from(["partial_json", "text", "id", "name", "stop_reason", "content"])
-            | st.text(max_size=3),
+            | any_text(max_size=3),
             inner,
             max_size=4,
         )
@@ -655,6 +852,47 @@ async def test_a_stream_with_a_nameless_call_fails_the_turn() -> None:
     with pytest.raises(ProviderStreamError) as caught:
         await provider.generate(request())
     assert (caught.value.code, caught.value.reason) == ("incomplete_delta", "missing_name")
+
+
+async def test_lone_surrogates_from_the_model_do_not_break_the_next_request() -> None:
+    # "\ud800" on the wire is a lone surrogate once decoded; the transcript keeps it, and the
+    # next request, which carries the transcript back, must still encode.
+    turn = message(
+        [
+            {"type": "text", "text": "Looking \ud800"},
+            tool_use("toolu_\ud800", "get_weather", {"city": "Par\ud800is"}),
+            tool_use("toolu_2", "get_\udc00weather", {}),
+        ]
+    )
+    recorder = Recorder(
+        httpx2.Response(200, content=json.dumps(turn).encode()),
+        httpx2.Response(200, json=message([{"type": "text", "text": "Done."}], "end_turn")),
+    )
+    agent = create_agent(
+        model="claude-test",
+        provider=AnthropicMessagesProvider(sdk_client(recorder)),
+        tools=[weather_tool(lambda args, context: {"celsius": 20})],
+        instructions="Answer \udfff briefly.",
+    )
+    result = await agent.session().run("Weather in Paris?")
+    assert result.output_text == "Done."
+    said = result.messages[1]
+    assert said.content == "Looking \ud800"
+    assert [call.id for call in said.tool_calls] == ["toolu_\ud800", "toolu_2"]
+    body = recorder.bodies[1]
+    assert body["system"] == "Answer \ufffd briefly."
+    assert body["messages"][1] == {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Looking \ufffd"},
+            tool_use("toolu_\ufffd", "get_weather", {}),
+            tool_use("toolu_2", "get_\ufffdweather", {}),
+        ],
+    }
+    results = body["messages"][2]["content"]
+    assert [block["tool_use_id"] for block in results] == ["toolu_\ufffd", "toolu_2"]
+    assert results[0]["content"].endswith('Argument text received: {"city":"Par\\ud800is"}')
+    assert "get_\ufffdweather" in results[1]["content"]
 
 
 def test_the_provider_meets_the_runtime_protocols() -> None:

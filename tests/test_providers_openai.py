@@ -12,8 +12,9 @@ import httpx2
 import openai
 import orjson
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
+from tests.support import any_text
 
 from prism_tools import (
     ErrorInfo,
@@ -31,6 +32,7 @@ from prism_tools import (
     create_tool_registry,
     dispatch_tool_call,
 )
+from prism_tools._json import replace_lone_surrogates
 from prism_tools.providers.openai import (
     OpenAIChatProvider,
     openai_messages,
@@ -99,6 +101,66 @@ def test_tool_output_does_not_share_the_definition_schema() -> None:
         "type": "object",
         "properties": {},
     }
+
+
+@pytest.mark.parametrize(
+    ("tool", "pointer", "problem"),
+    [
+        (
+            ToolDefinition("lookup", parameters={"description": "Find \ud800 things."}),
+            "/function/parameters/description",
+            "holds a lone surrogate U+D800 at character 5, which UTF-8 cannot carry",
+        ),
+        (
+            ToolDefinition("lookup", parameters={"type": "object", "properties": {"a\udfff": {}}}),
+            "/function/parameters/properties",
+            "has a key with a lone surrogate U+DFFF at character 1, which UTF-8 cannot carry",
+        ),
+        (
+            ToolDefinition(
+                "lookup",
+                parameters={"properties": {"n/m": {"type": "number", "minimum": float("nan")}}},
+            ),
+            "/function/parameters/properties/n~1m/minimum",
+            "is nan, which JSON lacks",
+        ),
+        (
+            ToolDefinition("lookup", parameters={"maximum": float("-inf")}),
+            "/function/parameters/maximum",
+            "is -inf, which JSON lacks",
+        ),
+        (
+            ToolDefinition("lookup", parameters={"enum": [1, 2**64]}),
+            "/function/parameters/enum/1",
+            "is an integer beyond 64 bits, which the JSON writer refuses",
+        ),
+    ],
+)
+def test_a_tool_that_is_not_json_is_refused_with_one_error_naming_it(
+    tool: ToolDefinition, pointer: str, problem: str
+) -> None:
+    from prism_tools.providers import ToolPayloadError
+    from prism_tools.providers.openai import openai_tools_json
+
+    for build in (openai_tools, openai_tools_json):
+        with pytest.raises(ToolPayloadError) as caught:
+            build([weather_tool(), tool])
+        error = caught.value
+        assert isinstance(error, ValueError)
+        assert (error.code, error.tool_name, error.pointer, error.problem) == (
+            "ERR_PRISM_TOOL_PAYLOAD",
+            "lookup",
+            pointer,
+            problem,
+        )
+        assert str(error).startswith("tool 'lookup' cannot be sent to a provider: the value at ")
+        str(error).encode()  # the message itself can be logged as UTF-8
+    provider = OpenAIChatProvider(object())
+    with pytest.raises(ToolPayloadError):
+        provider.request_arguments(
+            ProviderRequest(model="gpt-test", messages=(), tools=(tool,)), stream=False
+        )
+    assert openai_tools([weather_tool()])[0]["function"]["name"] == "get_weather"
 
 
 # Transcript.
@@ -181,6 +243,72 @@ def test_content_parts_pass_through_and_other_values_become_json_text() -> None:
     ]
 
 
+@example(
+    instructions="\ud800",
+    user="a\udfff",
+    said="b\udbff",
+    call_id="c\udc00",
+    name="d\udc80",
+    raw='{"e": "\ud800"}',
+    result="f\ud800",
+    error="g\ud800",
+    part="h\ud800",
+)
+@given(
+    instructions=any_text(min_size=1, max_size=6),
+    user=any_text(max_size=6),
+    said=any_text(min_size=1, max_size=6),
+    call_id=any_text(min_size=1, max_size=6),
+    name=any_text(min_size=1, max_size=6),
+    raw=any_text(max_size=6),
+    result=any_text(max_size=6),
+    error=any_text(max_size=6),
+    part=any_text(max_size=6),
+)
+def test_every_string_of_the_transcript_is_sent_with_lone_surrogates_replaced(
+    instructions: str,
+    user: str,
+    said: str,
+    call_id: str,
+    name: str,
+    raw: str,
+    result: str,
+    error: str,
+    part: str,
+) -> None:
+    # A JSON decoder makes lone surrogates from a model's "\ud800"; the SDK encodes the request
+    # as UTF-8, which cannot carry them, so each must arrive as U+FFFD instead.
+    fixed = replace_lone_surrogates
+    messages = [
+        Message("user", user),
+        Message("user", [{"type": "text", part: part}]),
+        Message("assistant", said, tool_calls=(ToolCall(call_id, name, raw, BAD_ERROR),)),
+        Message("tool", result, tool_call_id=call_id),
+        Message("tool", None, tool_call_id=call_id, error=ErrorInfo(message=error, code="c")),
+    ]
+    sent = openai_messages(messages, instructions)
+    assert sent == [
+        {"role": "system", "content": fixed(instructions)},
+        {"role": "user", "content": fixed(user)},
+        {"role": "user", "content": [{"type": "text", fixed(part): fixed(part)}]},
+        {
+            "role": "assistant",
+            "content": fixed(said),
+            "tool_calls": [
+                {
+                    "id": fixed(call_id),
+                    "type": "function",
+                    "function": {"name": fixed(name), "arguments": fixed(raw)},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": fixed(call_id), "content": fixed(result)},
+        {"role": "tool", "tool_call_id": fixed(call_id), "content": f"Error (c): {fixed(error)}"},
+    ]
+    json.dumps(sent, ensure_ascii=False).encode()  # what the SDK does; raises on a surrogate
+    assert messages[2].tool_calls[0] == ToolCall(call_id, name, raw, BAD_ERROR)
+
+
 # Responses.
 
 
@@ -258,6 +386,29 @@ def test_arguments_sent_as_an_object_are_accepted() -> None:
     call = {"id": "c", "type": "function", "function": {"name": "t", "arguments": {"a": 1}}}
     payload = completion({"role": "assistant", "tool_calls": [call]})
     assert parse_openai_response(payload).tool_calls == (ToolCall("c", "t", {"a": 1}),)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "text"),
+    [
+        ({"text": "x\ud800"}, '{"text":"x\\ud800"}'),
+        # Two keys that differ only in their surrogate (ruff takes them for one).
+        (dict(zip(["a\ud800", "a\ud801"], [1, 2], strict=True)), '{"a\\ud800":1,"a\\ud801":2}'),
+        ({"n": float("nan")}, '{"n":NaN}'),
+    ],
+)
+def test_an_object_of_arguments_is_judged_as_the_same_text_would_be(
+    arguments: dict[str, Any], text: str
+) -> None:
+    # The object is what a JSON decoder made of the text on the wire; the text itself (as a
+    # stream carries it) is refused, so the object must be too, never run with U+FFFD or null.
+    call = {"id": "c", "type": "function", "function": {"name": "t", "arguments": arguments}}
+    whole = parse_openai_response(completion({"role": "assistant", "tool_calls": [call]}))
+    call["function"]["arguments"] = text
+    as_text = parse_openai_response(completion({"role": "assistant", "tool_calls": [call]}))
+    assert whole == as_text
+    assert whole.tool_calls[0].arguments == text
+    assert whole.tool_calls[0].arguments_error is not None
 
 
 @pytest.mark.parametrize(
@@ -372,13 +523,13 @@ def test_a_stream_and_the_whole_response_of_the_same_turn_agree() -> None:
 
 
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    st.none() | st.booleans() | st.integers() | st.floats() | any_text(max_size=5),
     lambda inner: (
         st.lists(inner, max_size=3)
         | st.dictionaries(
             st.sampled_from(["choices", "delta", "index", "tool_calls", "function", "id", "name"])
             | st.sampled_from(["arguments", "content", "usage", "finish_reason", "prompt_tokens"])
-            | st.text(max_size=3),
+            | any_text(max_size=3),
             inner,
             max_size=4,
         )
@@ -525,6 +676,46 @@ async def test_provider_limits_apply_to_sdk_responses() -> None:
     with pytest.raises(ProviderStreamError) as caught:
         await provider.generate(request())
     assert caught.value.reason == "too_many_tool_calls"
+
+
+async def test_lone_surrogates_from_the_model_do_not_break_the_next_request() -> None:
+    # "\ud800" on the wire is a lone surrogate once decoded; the transcript keeps it, and the
+    # next request, which carries the transcript back, must still encode.
+    turn = completion(
+        {
+            "role": "assistant",
+            "content": "Looking \ud800",
+            "tool_calls": [
+                tool_call("call_\ud800", "get_weather", '{"city": "Par\ud800is"}'),
+                tool_call("call_2", "get_\udc00weather", "{}"),
+            ],
+        }
+    )
+    recorder = Recorder(
+        httpx2.Response(200, content=json.dumps(turn).encode()),
+        httpx2.Response(200, json=completion({"content": "Done."}, "stop")),
+    )
+    tool = weather_tool(lambda args, context: {"celsius": 20})
+    agent = create_agent(
+        model="gpt-test", provider=OpenAIChatProvider(sdk_client(recorder)), tools=[tool]
+    )
+    result = await agent.session().run("Weather in Paris?")
+    assert result.output_text == "Done."
+    said = result.messages[1]
+    assert said.content == "Looking \ud800"
+    assert [call.id for call in said.tool_calls] == ["call_\ud800", "call_2"]
+    assert said.tool_calls[0].arguments == '{"city": "Par\ud800is"}'
+    sent = recorder.bodies[1]["messages"]
+    assert sent[1] == {
+        "role": "assistant",
+        "content": "Looking \ufffd",
+        "tool_calls": [
+            tool_call("call_\ufffd", "get_weather", '{"city": "Par\ufffdis"}'),
+            tool_call("call_2", "get_\ufffdweather", "{}"),
+        ],
+    }
+    assert [message["tool_call_id"] for message in sent[2:]] == ["call_\ufffd", "call_2"]
+    assert "get_\ufffdweather" in sent[3]["content"]
 
 
 def test_the_provider_meets_the_runtime_protocols() -> None:

@@ -10,8 +10,9 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
+from tests.support import any_text
 
 from prism_tools import (
     ErrorInfo,
@@ -22,6 +23,7 @@ from prism_tools import (
     ToolCall,
     Usage,
 )
+from prism_tools._json import replace_lone_surrogates
 from prism_tools.providers.streaming import (
     DEFAULT_MAX_ARGUMENT_BYTES,
     DEFAULT_MAX_TOOL_CALLS,
@@ -371,17 +373,34 @@ def test_tool_result_text() -> None:
     assert tool_result_text(Message("tool", None, tool_call_id="c", error=bare)) == "Error: boom"
 
 
+@example(content="a\ud800", message="Unknown tool: b\udfff", code="c\udc00")
+@given(content=any_text(max_size=6), message=any_text(max_size=6), code=any_text(max_size=6))
+def test_tool_result_text_replaces_lone_surrogates_so_a_request_can_carry_it(
+    content: str, message: str, code: str
+) -> None:
+    # The text goes into the next request, which the SDK encodes as UTF-8.
+    fixed = replace_lone_surrogates
+    assert tool_result_text(Message("tool", content, tool_call_id="c")) == fixed(content)
+    value = {content: [content]}
+    assert tool_result_text(Message("tool", value, tool_call_id="c")) == (
+        orjson.dumps({fixed(content): [fixed(content)]}).decode()
+    )
+    error = ErrorInfo(message=message, code=code)
+    text = tool_result_text(Message("tool", None, tool_call_id="c", error=error))
+    assert text == (f"Error ({fixed(code)}): " if code else "Error: ") + fixed(message)
+
+
 # Hostile and random input.
 
 JUNK = st.sampled_from([1.5, b"x", ["a"], {"a": 1}, True, object()])
 PIECES = st.sampled_from(
     ["{", "}", '"a"', ":", "1", ",", "[", "]", '"', "\\", " ", "null", "\ud800", "é", ""]
-) | st.text(max_size=6)
+) | any_text(max_size=6)
 
 
 DELTAS = st.builds(
     ProviderDelta,
-    text=st.none() | st.text(max_size=6) | JUNK,
+    text=st.none() | any_text(max_size=6) | JUNK,
     tool_call_index=st.none() | st.integers(-2, 5) | JUNK,
     tool_call_id=st.none() | st.sampled_from(["", "a", "b", "call_0", "call_1"]) | JUNK,
     tool_name=st.none() | st.sampled_from(["", "x", "y"]) | JUNK,

@@ -136,7 +136,7 @@ from prism_tools.policies import (
     create_static_permission_policy,
     create_static_trust_policy,
 )
-from prism_tools.providers import ProviderStreamError, ScriptedProvider
+from prism_tools.providers import ProviderStreamError, ScriptedProvider, ToolPayloadError
 from prism_tools.redaction import (
     Redactor,
     SecretRedactor,
@@ -271,6 +271,7 @@ __all__ = [
     "ToolExecutionContext",
     "ToolFilter",
     "ToolParameterValidator",
+    "ToolPayloadError",
     "ToolRegistry",
     "ToolResult",
     "ToolScopeError",

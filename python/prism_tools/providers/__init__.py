@@ -21,6 +21,7 @@ from prism_tools.providers.openai import (
     openai_tools,
     parse_openai_response,
 )
+from prism_tools.providers.payloads import ToolPayloadError
 from prism_tools.providers.scripted import ScriptedProvider, ScriptExhaustedError
 from prism_tools.providers.streaming import (
     ProviderStreamError,
@@ -37,6 +38,7 @@ __all__ = [
     "ScriptExhaustedError",
     "ScriptedProvider",
     "ToolCallAssembler",
+    "ToolPayloadError",
     "anthropic_messages",
     "anthropic_stream_deltas",
     "anthropic_tools",

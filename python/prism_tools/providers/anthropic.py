@@ -12,7 +12,7 @@ came with is quoted in the result that answers it.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from prism_tools.errors import ArgumentsError
 from prism_tools.messages import Message, ProviderDelta, ProviderRequest, ProviderResponse, Usage
@@ -24,11 +24,14 @@ from prism_tools.providers.streaming import (
     as_mapping,
     assemble_stream,
     close_stream,
+    decoded_json_text,
     int_field,
     json_text,
     list_field,
     mapping_field,
     plain_payload,
+    sendable_plain,
+    sendable_text,
     str_field,
     tool_result_text,
 )
@@ -78,25 +81,25 @@ def anthropic_tools_json(tools: Sequence[ToolDefinition]) -> bytes:
 
 def _blocks(content: JSONValue) -> list[JSONValue]:
     if isinstance(content, str):
-        return [{"type": "text", "text": content}] if content else []
+        return [{"type": "text", "text": sendable_text(content)}] if content else []
     if content is None:
         return []
     if isinstance(content, list | tuple):
-        return list(to_plain(content))
+        return cast(list[JSONValue], sendable_plain(content))
     return [{"type": "text", "text": json_text(content)}]
 
 
 def _user_content(content: JSONValue) -> JSONValue:
     if isinstance(content, str):
-        return content
+        return sendable_text(content)
     return _blocks(content)
 
 
 def tool_input(arguments: JSONValue) -> tuple[dict[str, JSONValue], str | None]:
-    """A call's ``input`` object, and the argument text when it was not a JSON object (then
-    the input is ``{}``)."""
+    """A call's ``input`` object as a request carries it (``sendable_plain``), and the argument
+    text, as it came, when it was not a JSON object (then the input is ``{}``)."""
     if isinstance(arguments, Mapping):
-        return to_plain(arguments), None
+        return cast(dict[str, JSONValue], sendable_plain(arguments)), None
     text = arguments_text(arguments)
     try:
         return parse_tool_arguments(text), None
@@ -111,6 +114,8 @@ def anthropic_messages(messages: Sequence[Message]) -> list[dict[str, JSONValue]
     call. Tool results become ``tool_result`` blocks in a ``user`` message; consecutive results
     share one message, and a user message right after them joins it, after the results. An
     assistant message with neither text nor calls is left out, as the API refuses empty content.
+    Every string is made sendable on the way (``sendable_text``); the transcript itself is left
+    as it is.
     """
     out: list[dict[str, JSONValue]] = []
     received: dict[str, str] = {}
@@ -119,12 +124,12 @@ def anthropic_messages(messages: Sequence[Message]) -> list[dict[str, JSONValue]
         if message.role == "tool":
             block: dict[str, JSONValue] = {
                 "type": "tool_result",
-                "tool_use_id": message.tool_call_id,
+                "tool_use_id": sendable_text(message.tool_call_id or ""),
                 "content": tool_result_text(message),
             }
             text = received.get(message.tool_call_id or "")
             if text is not None:
-                block["content"] = f"{block['content']}\n{RECEIVED_TEXT_LABEL}{text}"
+                block["content"] = f"{block['content']}\n{RECEIVED_TEXT_LABEL}{sendable_text(text)}"
             if message.error is not None:
                 block["is_error"] = True
             if open_results is None:
@@ -145,7 +150,12 @@ def anthropic_messages(messages: Sequence[Message]) -> list[dict[str, JSONValue]
                 if text is not None:
                     received[call.id] = text
                 blocks.append(
-                    {"type": "tool_use", "id": call.id, "name": call.name, "input": arguments}
+                    {
+                        "type": "tool_use",
+                        "id": sendable_text(call.id),
+                        "name": sendable_text(call.name),
+                        "input": arguments,
+                    }
                 )
             if blocks:
                 out.append({"role": "assistant", "content": blocks})
@@ -173,7 +183,7 @@ def _input_text(block: Mapping[str, Any]) -> str:
         return ""
     if isinstance(value, str):
         return value
-    return json_text(value)
+    return decoded_json_text(value, "tool_use block.input")
 
 
 def parse_anthropic_response(payload: object, **limits: int) -> ProviderResponse:
@@ -328,7 +338,7 @@ class AnthropicMessagesProvider:
             arguments["tools"] = anthropic_tools(request.tools)
         arguments.update(self.create_kwargs)
         if request.instructions:
-            arguments["system"] = request.instructions
+            arguments["system"] = sendable_text(request.instructions)
         if stream:
             arguments["stream"] = True
         return arguments

@@ -17,11 +17,14 @@ from prism_tools.providers.streaming import (
     as_mapping,
     assemble_stream,
     close_stream,
+    decoded_json_text,
     int_field,
     json_text,
     list_field,
     mapping_field,
     plain_payload,
+    sendable_plain,
+    sendable_text,
     str_field,
     tool_result_text,
 )
@@ -61,16 +64,17 @@ def openai_tools_json(tools: Sequence[ToolDefinition]) -> bytes:
 
 def _content(value: JSONValue) -> JSONValue:
     if isinstance(value, str):
-        return value
+        return sendable_text(value)
     if value is None:
         return ""
     if isinstance(value, list | tuple):
-        return to_plain(value)
+        return sendable_plain(value)
     return json_text(value)
 
 
 def arguments_text(arguments: JSONValue) -> str:
-    """A call's arguments as the JSON text the format carries; raw text is sent as it came."""
+    """A call's arguments as the JSON text the format carries; raw text is returned as it came
+    (lone surrogates included: the request builders make it sendable)."""
     return arguments if isinstance(arguments, str) else json_text(arguments)
 
 
@@ -82,17 +86,18 @@ def openai_messages(
 
     Content that is a string goes as is and a list is taken to be content parts already; any
     other value is sent as JSON text. A tool result is its value as text, or for a failed or
-    blocked call its error message and code.
+    blocked call its error message and code. Every string is made sendable on the way
+    (``sendable_text``); the transcript itself is left as it is.
     """
     out: list[dict[str, JSONValue]] = []
     if instructions:
-        out.append({"role": "system", "content": instructions})
+        out.append({"role": "system", "content": sendable_text(instructions)})
     for message in messages:
         if message.role == "tool":
             out.append(
                 {
                     "role": "tool",
-                    "tool_call_id": message.tool_call_id,
+                    "tool_call_id": sendable_text(message.tool_call_id or ""),
                     "content": tool_result_text(message),
                 }
             )
@@ -108,11 +113,11 @@ def openai_messages(
                     "content": None if text is None or text == "" else _content(text),
                     "tool_calls": [
                         {
-                            "id": call.id,
+                            "id": sendable_text(call.id),
                             "type": "function",
                             "function": {
-                                "name": call.name,
-                                "arguments": arguments_text(call.arguments),
+                                "name": sendable_text(call.name),
+                                "arguments": sendable_text(arguments_text(call.arguments)),
                             },
                         }
                         for call in message.tool_calls
@@ -142,7 +147,7 @@ def _call_arguments(function: Mapping[str, Any]) -> str | None:
     value = function.get("arguments")
     if value is None or isinstance(value, str):
         return value
-    return json_text(value)
+    return decoded_json_text(value, "tool_call.function.arguments")
 
 
 def parse_openai_response(payload: object, **limits: int) -> ProviderResponse:

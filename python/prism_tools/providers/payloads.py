@@ -4,19 +4,111 @@ A provider request carries every visible tool's schema on every turn. Converting
 plain data (and to JSON) again each turn costs time proportional to the catalog; a definition
 never changes (``ToolDefinition`` is frozen), so its payload is built the first time it is sent
 and kept, keyed by the definition object itself.
+
+A definition whose payload is not JSON (a lone surrogate, NaN or an infinity, an integer beyond
+64 bits) raises ``ToolPayloadError`` each time it is sent, and is not kept.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Final
+from typing import Any, Final
 
 from prism_tools import _json
+from prism_tools._json import LONE_SURROGATE
+from prism_tools.errors import PrismError
+from prism_tools.providers.streaming import escape_lone_surrogates
 from prism_tools.types import JSONValue, ToolDefinition
 
 DEFAULT_CACHE_SIZE: Final = 8192
+# The integers orjson writes; JSON allows more, but the fragments are written with orjson.
+_INT64_MIN: Final = -(2**63)
+_UINT64_MAX: Final = 2**64 - 1
+
+
+class ToolPayloadError(PrismError, ValueError):
+    """A tool definition that no request can carry, because its payload is not JSON.
+
+    ``tool_name`` is the definition's name, ``pointer`` the JSON pointer of the offending spot
+    inside the payload (``""`` is the payload itself) and ``problem`` what is wrong there.
+    """
+
+    code = "ERR_PRISM_TOOL_PAYLOAD"
+
+    def __init__(self, tool_name: str, pointer: str, problem: str) -> None:
+        where = escape_lone_surrogates(pointer) or "/"
+        super().__init__(
+            f"tool {tool_name!r} cannot be sent to a provider: the value at {where} {problem}"
+        )
+        self.tool_name = tool_name
+        self.pointer = pointer
+        self.problem = problem
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.tool_name, self.pointer, self.problem))
+
+
+def _surrogate_problem(text: str) -> str | None:
+    found = None if text.isascii() else LONE_SURROGATE.search(text)
+    if found is None:
+        return None
+    return (
+        f"lone surrogate U+{ord(found[0]):04X} at character {found.start()}, "
+        "which UTF-8 cannot carry"
+    )
+
+
+def _pointer_token(key: object) -> str:
+    return str(key).replace("~", "~0").replace("/", "~1")
+
+
+def _not_json(value: object, pointer: str) -> tuple[str, str] | None:
+    """The first spot in ``value`` that a JSON request cannot carry, and what is wrong there.
+
+    Only what orjson writes without complaint (NaN) or refuses without saying where is looked
+    for; other types are left to orjson's own message.
+    """
+    if isinstance(value, str):
+        problem = _surrogate_problem(value)
+        return None if problem is None else (pointer, f"holds a {problem}")
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (pointer, f"is {value!r}, which JSON lacks")
+    if isinstance(value, int) and not isinstance(value, bool):
+        if _INT64_MIN <= value <= _UINT64_MAX:
+            return None
+        return (pointer, "is an integer beyond 64 bits, which the JSON writer refuses")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            problem = _surrogate_problem(key) if isinstance(key, str) else None
+            if problem is not None:
+                return (pointer, f"has a key with a {problem}")
+            found = _not_json(item, f"{pointer}/{_pointer_token(key)}")
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for position, item in enumerate(value):
+            found = _not_json(item, f"{pointer}/{position}")
+            if found is not None:
+                return found
+    return None
+
+
+def _payload_json(tool: ToolDefinition, payload: dict[str, JSONValue]) -> bytes:
+    try:
+        data: bytes | None = _json.dumps(payload)
+    except _json.JSONEncodeError as err:
+        data, refusal = None, f"cannot be written as JSON ({err})"
+    # orjson writes NaN and the infinities as null, so only a null can hide one.
+    if data is None or b"null" in data:
+        found = _not_json(payload, "")
+        if found is not None:
+            raise ToolPayloadError(tool.name, *found)
+        if data is None:
+            raise ToolPayloadError(tool.name, "", refusal)
+    return data
 
 
 class ToolPayloadCache:
@@ -24,6 +116,7 @@ class ToolPayloadCache:
 
     ``entries(tools)`` returns the cached dicts (shared between turns: treat them as read-only);
     ``json(tools)`` the request's ``tools`` array as JSON bytes, joined from cached fragments.
+    Both raise ``ToolPayloadError`` for a definition whose payload is not JSON.
     """
 
     def __init__(
@@ -46,8 +139,17 @@ class ToolPayloadCache:
         found = self._entries.get(id(tool))
         if found is not None and found[0] is tool:
             return found
-        payload = self._build(tool)
-        entry = (tool, payload, _json.dumps(payload))
+        data: bytes | None = None
+        try:
+            payload = self._build(tool)
+            data = _payload_json(tool, payload)
+        except RecursionError:
+            pass  # raised below, outside this handler, so the error does not chain to it
+        if data is None:
+            raise ToolPayloadError(
+                tool.name, "", "is nested too deeply (or holds itself) to be written as JSON"
+            )
+        entry = (tool, payload, data)
         with self._lock:
             self._entries[id(tool)] = entry
             while len(self._entries) > self._maxsize:
@@ -64,4 +166,4 @@ class ToolPayloadCache:
         return len(self._entries)
 
 
-__all__ = ["DEFAULT_CACHE_SIZE", "ToolPayloadCache"]
+__all__ = ["DEFAULT_CACHE_SIZE", "ToolPayloadCache", "ToolPayloadError"]

@@ -13,14 +13,16 @@ a whole response and a stream of the same turn give the same ``ProviderResponse`
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import AsyncIterable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from prism_tools import _json
+from prism_tools._json import LONE_SURROGATE, replace_lone_surrogates, without_lone_surrogates
 from prism_tools.errors import ArgumentsError, PrismError
 from prism_tools.messages import Message, ProviderDelta, ProviderResponse, Usage
-from prism_tools.types import ErrorInfo, JSONValue, ToolCall
+from prism_tools.types import ErrorInfo, JSONValue, ToolCall, to_plain
 from prism_tools.validation import LIMITS, parse_tool_arguments
 
 DEFAULT_MAX_TOOL_CALLS = 128
@@ -393,21 +395,63 @@ def plain_payload(value: object, what: str) -> Mapping[str, JSONValue]:
 
 
 def json_text(value: JSONValue) -> str:
-    """Compact JSON text of ``value`` (never raises; odd values are written as text)."""
+    """Compact JSON text of ``value`` (never raises; odd values are written as text, and each
+    lone surrogate as U+FFFD)."""
     return _json.dumps_lenient(value).decode()
+
+
+def escape_lone_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate written as its JSON escape (``\\ud800``)."""
+    if text.isascii():
+        return text
+    return LONE_SURROGATE.sub(lambda found: f"\\u{ord(found[0]):04x}", text)
+
+
+def decoded_json_text(value: object, what: str) -> str:
+    """The JSON text of a value a provider sent already decoded (an Anthropic ``input``
+    object, OpenAI arguments sent as an object), for the assembler to parse.
+
+    It is written so that the parser judges it as it would the same value arriving as text in
+    a stream: integers of any size as digits, NaN and the infinities as the literals the parser
+    refuses, each lone surrogate as its escape. orjson cannot write those (it refuses the first
+    and the last, and writes NaN as ``null``), hence the standard library's writer. A value no
+    JSON text can spell (a cycle, an object of another type) is a malformed payload.
+    """
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError) as err:
+        raise ProviderStreamError(
+            f"{what} cannot be read as JSON ({err})", "malformed_payload"
+        ) from None
+    return escape_lone_surrogates(text)
+
+
+def sendable_text(text: str) -> str:
+    """``text`` as a request can carry it: each lone surrogate becomes U+FFFD, since the SDK
+    encodes the request as UTF-8 and would fail on the whole of it. Hosts build transcripts by
+    hand, so a value that is not a string is left for the SDK to judge."""
+    if isinstance(text, str) and not text.isascii():  # the usual ASCII text: no call, no scan
+        return replace_lone_surrogates(text)
+    return text
+
+
+def sendable_plain(value: object) -> JSONValue:
+    """``to_plain(value)`` with each lone surrogate in its strings and keys replaced by U+FFFD
+    (see ``sendable_text``)."""
+    return without_lone_surrogates(to_plain(value))
 
 
 def tool_result_text(message: Message) -> str:
     """The text a model reads for one tool result: the value (JSON text unless already a
     string), or for an error its message with the code in front, so the model can correct
-    the call."""
+    the call. Lone surrogates become U+FFFD (see ``sendable_text``)."""
     error = message.error
     if error is None:
         content = message.content
-        return content if isinstance(content, str) else json_text(content)
+        return sendable_text(content) if isinstance(content, str) else json_text(content)
     if error.code is None or error.code == "":
-        return f"Error: {error.message}"
-    return f"Error ({error.code}): {error.message}"
+        return sendable_text(f"Error: {error.message}")
+    return sendable_text(f"Error ({error.code}): {error.message}")
 
 
 __all__ = [
