@@ -139,3 +139,44 @@ async def check_text_no_column_can_hold_is_stored(ledger: Any) -> None:
         "finished",
     ]
     assert [row.reason for row in ledger.rows(tool_call_id="c2")] == ["unknown_tool"]
+
+
+def transcript_text() -> st.SearchStrategy[dict[str, str]]:
+    """Text of any code points (lone surrogates included) for each piece of a transcript that
+    the provider adapters send: instructions, a user's and the assistant's text, a call id, a
+    tool name, an argument key, raw argument text, a result, an error message and a content
+    part. Instructions, the assistant's text, ids and names are never empty."""
+    never_empty = {"instructions", "said", "call_id", "name"}
+    return st.fixed_dictionaries(
+        {
+            field: any_text(min_size=1 if field in never_empty else 0, max_size=6)
+            for field in TRANSCRIPT_FIELDS
+        }
+    )
+
+
+TRANSCRIPT_FIELDS = (
+    "instructions",
+    "user",
+    "said",
+    "call_id",
+    "name",
+    "key",
+    "raw",
+    "result",
+    "error",
+    "part",
+)
+# One transcript with a lone surrogate in every piece.
+SURROGATE_IN_EVERY_PIECE = {
+    "instructions": "\ud800",
+    "user": "a\udfff",
+    "said": "b\udbff",
+    "call_id": "c\udc00",
+    "name": "d\udc80",
+    "key": "e\ud800",
+    "raw": '{"f": "\ud800"}',
+    "result": "g\ud800",
+    "error": "h\ud800",
+    "part": "i\ud800",
+}

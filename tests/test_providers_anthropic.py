@@ -14,7 +14,7 @@ import orjson
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
-from tests.support import any_text
+from tests.support import SURROGATE_IN_EVERY_PIECE, any_text, transcript_text
 
 from prism_tools import (
     ErrorInfo,
@@ -225,36 +225,14 @@ def test_an_empty_assistant_message_is_left_out() -> None:
     ]
 
 
-@example(
-    user="a\udfff",
-    said="b\udbff",
-    call_id="c\udc00",
-    name="d\udc80",
-    key="e\ud800",
-    raw='{"f": "\ud800"}',
-    result="g\ud800",
-    part="h\ud800",
-)
-@given(
-    user=any_text(max_size=6),
-    said=any_text(min_size=1, max_size=6),
-    call_id=any_text(min_size=1, max_size=6),
-    name=any_text(min_size=1, max_size=6),
-    key=any_text(max_size=6),
-    raw=any_text(max_size=6),
-    result=any_text(max_size=6),
-    part=any_text(max_size=6),
-)
+@example(text=SURROGATE_IN_EVERY_PIECE)
+@given(text=transcript_text())
 def test_every_string_of_the_transcript_is_sent_with_lone_surrogates_replaced(
-    user: str,
-    said: str,
-    call_id: str,
-    name: str,
-    key: str,
-    raw: str,
-    result: str,
-    part: str,
+    text: dict[str, str],
 ) -> None:
+    user, said, call_id, name, key, raw, result, part = (
+        text[field] for field in ("user", "said", "call_id", "name", "key", "raw", "result", "part")
+    )
     # A JSON decoder makes lone surrogates from a model's "\ud800"; the SDK encodes the request
     # as UTF-8, which cannot carry them, so each must arrive as U+FFFD instead.
     fixed = replace_lone_surrogates
