@@ -274,6 +274,16 @@ async def test_metadata_merges_agent_session_and_run_and_reaches_the_tools() -> 
     assert context.tool_call_id == "c1"
 
 
+def test_a_session_id_holding_a_lone_surrogate_is_refused_when_the_session_is_made() -> None:
+    # It would name a checkpoint and effect keys; refusing it later would fail a run mid-way.
+    agent = create_agent(model=MODEL, provider=ScriptedProvider([answer()]), tools=[])
+    with pytest.raises(ValueError, match="session_id holds a lone surrogate"):
+        agent.session("s\ud800")
+    with pytest.raises(ValueError, match="session_id holds a lone surrogate"):
+        agent.session(state={"session_id": "s\udc80", "messages": []})
+    assert agent.session("s\ufffd").id == "s\ufffd"
+
+
 async def test_usage_is_summed_over_the_turns() -> None:
     script = [
         calling(call("c1"), usage=Usage(input_tokens=10, output_tokens=2)),

@@ -372,6 +372,9 @@ class Agent:
             stored = data.get("session_id") if isinstance(data, Mapping) else None
             session_id = stored if isinstance(stored, str) and stored else None
             state = data
+        if isinstance(session_id, str) and _json.holds_lone_surrogate(session_id):
+            # It names the session's checkpoint and effect keys: refused now, not at a suspend.
+            raise ValueError("session_id holds a lone surrogate, which is not Unicode text")
         session = Session(self, session_id or f"session_{uuid.uuid4().hex}", metadata)
         if state is not None:
             session.restore(state)
