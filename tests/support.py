@@ -141,6 +141,80 @@ async def check_text_no_column_can_hold_is_stored(ledger: Any) -> None:
     assert [row.reason for row in ledger.rows(tool_call_id="c2")] == ["unknown_tool"]
 
 
+class Unprintable:
+    """A host value whose ``str`` and ``repr`` raise with what it holds in the message."""
+
+    def __init__(self, held: str) -> None:
+        self.held = held
+
+    def __str__(self) -> str:
+        raise RuntimeError(f"cannot print {self.held}")
+
+    __repr__ = __str__
+
+
+class BrokenToDict:
+    """A host value whose ``to_dict`` raises with what it holds in the message."""
+
+    def __init__(self, held: str) -> None:
+        self.held = held
+
+    def to_dict(self) -> dict[str, Any]:
+        raise RuntimeError(f"cannot convert {self.held}")
+
+
+# More digits than Python writes in decimal (4,300 unless the host changes the limit).
+TOO_LONG_FOR_DECIMAL = 7**6000
+
+
+def odd_result(secret: str) -> dict[Any, Any]:
+    """A tool's return value that no JSON writer takes as it is, quoting ``secret`` only in
+    the errors its parts raise."""
+    return {
+        "big": TOO_LONG_FOR_DECIMAL,
+        "odd": Unprintable(secret),
+        Unprintable(secret): "keyed by an unprintable object",
+        "broken": BrokenToDict(secret),
+    }
+
+
+def odd_result_as_stored() -> dict[str, Any]:
+    """``odd_result`` as the lenient writer stores it."""
+    return {
+        "big": hex(TOO_LONG_FOR_DECIMAL),
+        "odd": "[Unprintable Unprintable]",
+        "[Unprintable Unprintable]": "keyed by an unprintable object",
+        "broken": "[Unprintable BrokenToDict]",
+    }
+
+
+async def check_values_json_cannot_write_are_stored(ledger: Any) -> None:
+    """A tool's result that JSON cannot hold as it is (``odd_result``) is written to ``ledger``
+    with stand-ins, read back, and the secret its parts would quote is in no row."""
+    from prism_tools import (
+        ToolCall,
+        ToolDefinition,
+        ToolExecutionContext,
+        create_tool_registry,
+        dispatch_tool_call,
+    )
+    from prism_tools._json import dumps_lenient
+
+    secret = "sk-odd-0123456789"
+    registry = create_tool_registry(
+        [ToolDefinition("odd", execute=lambda a, c: odd_result(secret))]
+    )
+    context = ToolExecutionContext(session_id="s-odd", run_id="r", tool_call_id="c1")
+    result = await dispatch_tool_call(
+        ToolCall("c1", "odd", {}), registry, context, ledger=ledger, secrets=[secret]
+    )
+    assert result.error is None
+    rows = ledger.rows(session_id="s-odd")
+    assert [row.status for row in rows] == ["started", "finished"]
+    assert rows[1].result.value == odd_result_as_stored()
+    assert secret not in dumps_lenient([row.to_dict() for row in rows]).decode()
+
+
 def transcript_text() -> st.SearchStrategy[dict[str, str]]:
     """Text of any code points (lone surrogates included) for each piece of a transcript that
     the provider adapters send: instructions, a user's and the assistant's text, a call id, a

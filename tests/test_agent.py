@@ -4,6 +4,7 @@ skills, events and redaction, driven by a ScriptedProvider."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
-from tests.support import EventLog
+from tests.support import EventLog, Unprintable, odd_result, odd_result_as_stored
 
 import prism_tools
 from prism_tools import (
@@ -42,6 +43,7 @@ from prism_tools.agent import (
 )
 from prism_tools.messages import Message, ProviderRequest, ProviderResponse, Usage
 from prism_tools.providers import ScriptedProvider, ScriptExhaustedError
+from prism_tools.providers.openai import openai_messages
 
 MODEL = "test-model"
 
@@ -1032,6 +1034,39 @@ async def test_unsubscribe_stops_the_events() -> None:
     assert log.types.count("agent_started") == 2
     with pytest.raises(TypeError, match="subscriber must be callable"):
         session.subscribe("nope")  # type: ignore[arg-type]
+
+
+async def test_tool_results_and_errors_that_cannot_be_printed_do_not_fail_the_run() -> None:
+    class UnprintableError(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError(f"cannot print {SECRET}")
+
+    odd, boom = Recorder(value=odd_result(SECRET)), Recorder(error=UnprintableError())
+    ledger = InMemoryRunLedger()
+    session, provider, log = make_session(
+        [calling(call("c1", name="odd"), call("c2", name="boom")), answer()],
+        [ToolDefinition(name="odd", execute=odd), ToolDefinition(name="boom", execute=boom)],
+        redactor=prism_tools.create_secret_redactor([SECRET]),
+        ledger=ledger,
+    )
+    result = await session.run("go")
+    assert result.status == "succeeded"
+    assert odd.ids == ["c1"]
+    assert boom.ids == ["c2"]
+    sent = openai_messages(provider.requests[1].messages)
+    assert json.loads(sent[-2]["content"]) == odd_result_as_stored()
+    assert sent[-1]["content"] == "Error: [Unprintable UnprintableError]"
+    assert SECRET not in json.dumps(sent)
+    # The two calls may run side by side: each call's rows in order, the calls in any order.
+    rows = sorted(ledger.records, key=lambda row: row.tool_call_id)
+    assert [(row.tool_call_id, row.status) for row in rows] == [
+        ("c1", "started"),
+        ("c1", "finished"),
+        ("c2", "started"),
+        ("c2", "error"),
+    ]
+    assert "tool_execution_error" in log.types
+    assert isinstance(ledger.records[1].to_dict()["result"]["value"]["odd"], Unprintable)
 
 
 # --- redaction -------------------------------------------------------------------------------

@@ -190,6 +190,24 @@ async def test_validator_verdicts_in_every_shape() -> None:
     assert revisions == ["invalid artifact", "too short", "bad field"]
 
 
+async def test_a_parser_or_validator_error_that_cannot_be_printed_asks_for_a_revision() -> None:
+    class Unprintable(ValueError):
+        def __str__(self) -> str:
+            raise RuntimeError("cannot print")
+
+    def refuse(value: Any) -> Any:
+        raise Unprintable
+
+    for options in ({**GVR, "parser": refuse}, {**GVR, "validator": refuse}):
+        session, provider, _, _ = run_agent(
+            [ProviderResponse(text='{"a": 1}'), ProviderResponse(text='{"a": 1}')],
+            {**options, "max_revisions": 1},
+        )
+        with pytest.raises(AgentRunError):
+            await session.run("write it")
+        assert provider.requests[1].messages[-1].content == "[Unprintable Unprintable]"
+
+
 async def test_a_custom_repairer_writes_the_revision_request() -> None:
     def repair(issues: Any, candidate: str) -> str:
         return f"fix {len(issues)} problem(s) in: {candidate}"

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from tests.support import EventLog
+from tests.support import EventLog, Unprintable
 
 from prism_tools import (
     AgentEvent,
@@ -315,6 +315,67 @@ async def test_a_returned_tool_result_is_used_as_is() -> None:
 
     registry = create_tool_registry([ToolDefinition(name="echo", execute=execute)])
     assert await dispatch_tool_call(call(), registry=registry, context=context()) is own
+
+
+class UnprintableError(Exception):
+    """A host exception whose message and ``code`` both raise, quoting what it holds."""
+
+    def __str__(self) -> str:
+        raise RuntimeError(f"cannot print {self.args}")
+
+    @property
+    def code(self) -> str:
+        raise RuntimeError(f"no code for {self.args}")
+
+
+async def test_an_exception_that_cannot_be_printed_still_gives_an_error_result() -> None:
+    spy = Spy(error=UnprintableError("sk-secret-1"))
+    result, recorder, ledger = await run(spy, call(), secrets=["sk-secret-1"])
+    assert len(spy.calls) == 1
+    assert result.error == ErrorInfo(
+        message="[Unprintable UnprintableError]", code=None, name="UnprintableError"
+    )
+    assert recorder.types == ["tool_execution_started", "tool_execution_error"]
+    assert [row.status for row in ledger.records] == ["started", "error"]
+    assert ledger.records[1].result == result
+
+
+@pytest.mark.parametrize("source", ["tool", "middleware"])
+async def test_a_tool_result_whose_error_is_not_an_error_info_is_a_tool_failure(
+    source: str,
+) -> None:
+    # Whatever reads a result after dispatch (guardrails, stores, provider messages) reads
+    # error.message and error.code: a result that has neither never leaves dispatch.
+    bad = ToolResult("call_1", "echo", error="it failed")  # type: ignore[arg-type]
+    spy = Spy(value=bad if source == "tool" else "fine")
+    middleware = MiddlewareRegistry()
+    if source == "middleware":
+        middleware.use("tool_result", lambda value, next: next(bad))
+    result, recorder, ledger = await run(spy, call(), middleware=middleware)
+    assert len(spy.calls) == 1
+    assert result.error == ErrorInfo(
+        message="Tool echo returned a ToolResult whose error is a str, not an ErrorInfo",
+        code="invalid_tool_result",
+        name="TypeError",
+    )
+    assert recorder.types == ["tool_execution_started", "tool_execution_error"]
+    assert [row.status for row in ledger.records] == ["started", "error"]
+    # Without events and a ledger too.
+    registry = create_tool_registry([ToolDefinition(name="echo", execute=Spy(value=bad))])
+    plain = await dispatch_tool_call(call(), registry=registry, context=context())
+    assert plain.error == result.error
+
+
+async def test_a_result_that_cannot_be_printed_reaches_events_and_rows_unchanged() -> None:
+    odd = Unprintable("sk-secret-1")
+    value = {"item": odd, odd: "keyed by it"}
+    result, recorder, ledger = await run(Spy(value=value), call(), secrets=["sk-secret-1"])
+    assert result.value is value
+    assert recorder.events[1].result == result
+    assert ledger.records[1].result == result
+    # Plain data keeps the object for the writer to stand in for; a key must become text.
+    as_plain = {"item": odd, "[Unprintable Unprintable]": "keyed by it"}
+    assert ledger.records[1].to_dict()["result"]["value"] == as_plain
 
 
 async def test_sync_execute_is_supported() -> None:

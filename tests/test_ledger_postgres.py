@@ -19,6 +19,7 @@ from tests.support import (
     append_from_threads,
     check_appends_from_threads,
     check_text_no_column_can_hold_is_stored,
+    check_values_json_cannot_write_are_stored,
 )
 
 from prism_tools import (
@@ -130,6 +131,12 @@ async def test_dispatch_rows_are_stored_in_order_and_redacted(pg_schema: PgSchem
 async def test_ids_and_names_no_column_can_hold_are_stored(pg_schema: PgSchema) -> None:
     with PostgresRunLedger(pg_schema.dsn) as ledger:
         await check_text_no_column_can_hold_is_stored(ledger)
+
+
+@postgres
+async def test_results_json_cannot_write_as_they_are_are_stored(pg_schema: PgSchema) -> None:
+    with PostgresRunLedger(pg_schema.dsn) as ledger:
+        await check_values_json_cannot_write_are_stored(ledger)
 
 
 @postgres

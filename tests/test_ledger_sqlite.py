@@ -16,6 +16,7 @@ from tests.support import (
     OpenedConnections,
     check_appends_from_threads,
     check_text_no_column_can_hold_is_stored,
+    check_values_json_cannot_write_are_stored,
     not_a_database,
 )
 
@@ -95,6 +96,11 @@ async def test_text_holding_lone_surrogates_is_stored_with_replacement_character
 async def test_ids_and_names_no_column_can_hold_are_stored(tmp_path: Path) -> None:
     with SqliteRunLedger(tmp_path / "ledger.db") as ledger:
         await check_text_no_column_can_hold_is_stored(ledger)
+
+
+async def test_results_json_cannot_write_as_they_are_are_stored(tmp_path: Path) -> None:
+    with SqliteRunLedger(tmp_path / "ledger.db") as ledger:
+        await check_values_json_cannot_write_are_stored(ledger)
 
 
 def secret_on_disk(path: Path) -> bool:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from tests.support import any_text
+from tests.support import Unprintable, any_text
 
 from prism_tools import (
     ErrorInfo,
@@ -322,6 +322,13 @@ def test_an_opaque_object_whose_str_holds_a_secret_is_replaced_by_its_redacted_s
     out: dict[str, Any] = redactor.redact({"leaky": Opaque(SECRET), "kept": kept})
     assert out["leaky"] == "Opaque([REDACTED])"
     assert out["kept"] is kept
+
+
+def test_objects_that_cannot_be_printed_are_kept_as_values_and_as_keys() -> None:
+    redactor = create_secret_redactor([SECRET])
+    odd = Unprintable(SECRET)
+    out: dict[Any, Any] = redactor.redact({"token": SECRET, "odd": odd, odd: "keyed by it"})
+    assert out == {"token": REPLACEMENT, "odd": odd, odd: "keyed by it"}
 
 
 # --- construction ------------------------------------------------------------------------------

@@ -6,6 +6,13 @@ import pickle
 from datetime import UTC, datetime
 
 import pytest
+from tests.support import (
+    TOO_LONG_FOR_DECIMAL,
+    BrokenToDict,
+    Unprintable,
+    odd_result,
+    odd_result_as_stored,
+)
 
 from prism_tools import (
     AgentEvent,
@@ -159,6 +166,29 @@ def test_to_plain_never_raises_on_a_cycle_through_to_dict() -> None:
     holder.append(result)
     assert b"[MaxDepth]" in to_json(result)
     assert "[MaxDepth]" in str(result.to_dict())
+
+
+def test_values_that_cannot_be_printed_get_stand_ins_and_nothing_raises() -> None:
+    secret = "sk-odd-1"
+    value = odd_result(secret)
+    assert loads(dumps_lenient(value)) == odd_result_as_stored()
+    written = to_json(ToolResult("c", "n", value)).decode()
+    assert loads(written)["value"] == odd_result_as_stored()
+    assert secret not in written
+    # Plain data: keys become text and a raising to_dict its stand-in; other values are kept
+    # for the writer, which may have a better reading of them.
+    plain = to_plain([value])
+    assert isinstance(plain, list)
+    assert plain[0]["[Unprintable Unprintable]"] == "keyed by an unprintable object"
+    assert plain[0]["broken"] == "[Unprintable BrokenToDict]"
+    assert plain[0]["big"] == TOO_LONG_FOR_DECIMAL
+    assert isinstance(plain[0]["odd"], Unprintable)
+    # The same on the walk that tracks cycles, which a branch too deep to write starts.
+    guarded = to_plain(
+        {"deep": nested_lists(300), "odd": {Unprintable(secret): BrokenToDict(secret)}}
+    )
+    assert isinstance(guarded, dict)
+    assert guarded["odd"] == {"[Unprintable Unprintable]": "[Unprintable BrokenToDict]"}
 
 
 def test_to_plain_keeps_its_conversions_past_the_depth_limit() -> None:

@@ -18,6 +18,9 @@ LENIENT_MAX_DEPTH: Final = 200
 # What stands in for a part cut off for being nested too deep, or for a container inside itself.
 MAX_DEPTH_MARKER: Final = "[MaxDepth]"
 CIRCULAR_MARKER: Final = "[Circular]"
+# What stands in for a value that cannot be turned into text (its ``__str__`` or ``to_dict``
+# raises); formatted with the value's type name.
+UNPRINTABLE_MARKER: Final = "[Unprintable {}]"
 _INT64_MIN, _UINT64_MAX = -(2**63), 2**64 - 1
 # Half of a UTF-16 pair standing alone: UTF-8 has no spelling for it, and a JSON decoder makes
 # one from a model's "\\ud800".
@@ -37,9 +40,10 @@ def dumps_canonical(value: Any) -> bytes:
 def dumps_lenient(value: Any) -> bytes:
     """JSON bytes for display and audit; never raises on odd values.
 
-    Objects JSON cannot hold are written as their ``str``, non-string keys as strings, integers
-    beyond 64 bits as strings, cycles as ``"[Circular]"``, nesting past 200 levels as
-    ``"[MaxDepth]"`` and each lone surrogate in a string (which UTF-8 cannot carry) as U+FFFD.
+    Objects JSON cannot hold are written as their ``str`` (see ``text_of``), non-string keys as
+    strings, integers beyond 64 bits as strings, cycles as ``"[Circular]"``, nesting past 200
+    levels as ``"[MaxDepth]"`` and each lone surrogate in a string (which UTF-8 cannot carry) as
+    U+FFFD.
     """
     try:
         return orjson.dumps(value, default=_fallback, option=orjson.OPT_NON_STR_KEYS)
@@ -57,15 +61,32 @@ def dumps_for_scan(value: Any) -> bytes:
     return orjson.dumps(value, default=_fallback, option=orjson.OPT_NON_STR_KEYS)
 
 
+def text_of(value: Any) -> str:
+    """``str(value)``, but never raising: an integer with more digits than Python will write in
+    decimal is written in hex, and a value whose ``__str__`` raises becomes
+    ``"[Unprintable <type>]"`` (its error is not shown: it may quote what it could not print)."""
+    try:
+        return str(value)
+    except Exception:
+        if isinstance(value, int):
+            return hex(value)
+        return UNPRINTABLE_MARKER.format(type(value).__name__)
+
+
 def _fallback(value: Any) -> Any:
-    to_dict = getattr(value, "to_dict", None)
-    if callable(to_dict) and not isinstance(value, type):
-        return to_dict()
-    if isinstance(value, Mapping):
-        return dict(value)
-    if isinstance(value, set | frozenset | tuple):
-        return list(value)
-    return str(value)
+    try:
+        to_dict = getattr(value, "to_dict", None)
+        if callable(to_dict) and not isinstance(value, type):
+            return to_dict()
+        if isinstance(value, Mapping):
+            return dict(value)
+        if isinstance(value, set | frozenset | tuple):
+            return list(value)
+    except RecursionError:
+        raise  # too deep through to_dict: the callers cut it with their depth markers
+    except Exception:
+        return UNPRINTABLE_MARKER.format(type(value).__name__)
+    return text_of(value)
 
 
 def holds_lone_surrogate(text: str) -> bool:
@@ -103,7 +124,7 @@ def _plain(value: Any, depth: int, ancestors: set[int]) -> Any:
     if isinstance(value, bool) or value is None or isinstance(value, float):
         return value
     if isinstance(value, int):
-        return value if _INT64_MIN <= value <= _UINT64_MAX else str(value)
+        return value if _INT64_MIN <= value <= _UINT64_MAX else text_of(value)
     if depth >= LENIENT_MAX_DEPTH:
         return MAX_DEPTH_MARKER
     marker = id(value)
@@ -113,15 +134,15 @@ def _plain(value: Any, depth: int, ancestors: set[int]) -> Any:
     try:
         if isinstance(value, dict):
             return {
-                replace_lone_surrogates(str(key)): _plain(item, depth + 1, ancestors)
+                replace_lone_surrogates(text_of(key)): _plain(item, depth + 1, ancestors)
                 for key, item in value.items()
             }
         if isinstance(value, list | tuple | set | frozenset):
             return [_plain(item, depth + 1, ancestors) for item in value]
-        to_dict = getattr(value, "to_dict", None)
-        if callable(to_dict) and not isinstance(value, type):
-            return _plain(to_dict(), depth + 1, ancestors)
-        return replace_lone_surrogates(str(value))
+        substitute = _fallback(value)
+        if isinstance(substitute, str):
+            return replace_lone_surrogates(substitute)
+        return _plain(substitute, depth + 1, ancestors)
     finally:
         ancestors.discard(marker)
 

@@ -1261,7 +1261,7 @@ class _Run:
                     outcome = ArtifactCheck(
                         False,
                         check.value,
-                        (ArtifactIssue(str(err) or "validator failed"),),
+                        (ArtifactIssue(_json.text_of(err) or "validator failed"),),
                         {"reason": "validator_failed"},
                     )
                 check = as_check(outcome, check.value)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
+from prism_tools import _json
 from prism_tools.errors import PrismError
 from prism_tools.messages import Message
 from prism_tools.types import JSONValue
@@ -109,7 +110,7 @@ async def parse_candidate(text: str, parser: Parser | None) -> ArtifactCheck:
     try:
         outcome = await maybe_await(parser(text))
     except Exception as err:
-        return parse_failure(str(err) or PARSE_FAILED)
+        return parse_failure(_json.text_of(err) or PARSE_FAILED)
     if isinstance(outcome, ArtifactCheck):
         if outcome.ok:
             return outcome

@@ -50,6 +50,7 @@ from prism_tools.errors import (
     LedgerWriteError,
     PermissionDeniedError,
     TrustDeniedError,
+    error_text,
 )
 from prism_tools.guardrails import (
     TOOL_CALL_BLOCKED,
@@ -119,8 +120,11 @@ class LimitTracker(Protocol):
 
 def error_info(err: BaseException, redactor: Redactor | None = None) -> ErrorInfo:
     """An ``ErrorInfo`` for an exception: its message (redacted), stable code and class name."""
-    message = str(err) or type(err).__name__
-    code = getattr(err, "code", None)
+    message = error_text(err)
+    try:
+        code = getattr(err, "code", None)
+    except Exception:  # a host exception's property; its error may quote what it holds
+        code = None
     if isinstance(code, bool) or not isinstance(code, str | int):
         code = None
     info = ErrorInfo(message=message, code=code, name=type(err).__name__)
@@ -830,14 +834,12 @@ async def dispatch_tool_call(
             if audit is not None:
                 await audit.failed(call, ErrorInfo(message="Tool call cancelled", code="cancelled"))
             raise
-        if claim is not None:
-            return await _unknown_outcome(audit, call, claim)
-        if audit is None:
-            return _error_result(call, error_info(err))
-        return await audit.failed(call, error_info(err))
+        return await _failed(audit, call, claim, error_info(err))
 
     if type(output) is ToolResult:
         result = output
+        if result.error is not None and not isinstance(result.error, ErrorInfo):
+            return await _failed(audit, call, claim, _unreadable_error(name, result.error))
     else:
         made = _ResultTwin()
         made.tool_call_id = call.id
@@ -849,6 +851,8 @@ async def dispatch_tool_call(
 
     if middleware is not None and middleware.has("tool_result"):
         result = await middleware.run("tool_result", result, report=_middleware_reporter(audit))
+        if result.error is not None and not isinstance(result.error, ErrorInfo):
+            return await _failed(audit, call, claim, _unreadable_error(name, result.error))
     if guardrails is not None:
         verdict = await _guard("tool_output", guardrails, result, call, context, audit)
         if verdict is not None:
@@ -879,6 +883,30 @@ async def dispatch_tool_call(
     if pending is not None:
         await pending
     return result
+
+
+async def _failed(
+    audit: _Audit | None, call: ToolCall, claim: EffectClaim | None, error: ErrorInfo
+) -> ToolResult:
+    """The tool ran and failed: an error result, or for a claimed effect an unknown outcome."""
+    if claim is not None:
+        return await _unknown_outcome(audit, call, claim)
+    if audit is None:
+        return _error_result(call, error)
+    return await audit.failed(call, error)
+
+
+def _unreadable_error(name: str, error: object) -> ErrorInfo:
+    # Whatever reads a result after dispatch (guardrails, stores, provider messages) reads
+    # error.message and error.code.
+    return ErrorInfo(
+        message=(
+            f"Tool {name} returned a ToolResult whose error is a {type(error).__name__}, "
+            "not an ErrorInfo"
+        ),
+        code="invalid_tool_result",
+        name="TypeError",
+    )
 
 
 async def _unknown_outcome(audit: _Audit | None, call: ToolCall, claim: EffectClaim) -> ToolResult:

@@ -16,6 +16,7 @@ from prism_tools._core import (
     SchemaGuardError,
     ToolSearchCapacityError,
 )
+from prism_tools._json import text_of
 
 PrismError.code = "ERR_PRISM"
 DuplicateToolError.code = "ERR_PRISM_DUPLICATE_TOOL"
@@ -24,6 +25,12 @@ DuplicateToolError.code = "ERR_PRISM_DUPLICATE_TOOL"
 SchemaGuardError.code = "ERR_PRISM_SCHEMA_GUARD"
 ArgumentsError.code = "invalid_json_arguments"
 ToolSearchCapacityError.code = "ERR_PRISM_SEARCH_CAPACITY"
+
+
+def error_text(err: BaseException) -> str:
+    """What an exception says, for an error a model or a host reads: ``str(err)``, its class
+    name when that is empty, ``"[Unprintable <class>]"`` when its ``__str__`` raises."""
+    return text_of(err) or type(err).__name__
 
 
 def _reason(self: BaseException) -> str | None:

@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping
 from pathlib import PurePath
 from typing import Annotated, Any, Literal, NotRequired, Required, TypeAlias, overload
 
+from prism_tools import _json
 from prism_tools.errors import PrismError
 from prism_tools.types import JSONValue, ToolDefinition, ToolExecutionContext, ToolKind
 
@@ -520,7 +521,7 @@ def _constructor(cls: Callable[..., object], label: str) -> Callable[[dict[str, 
         try:
             return cls(**values)
         except (TypeError, ValueError) as err:
-            raise _Mismatch(f"could not build {label}: {err}") from None
+            raise _Mismatch(f"could not build {label}: {_json.text_of(err)}") from None
 
     return build
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from prism_tools import _json
-from prism_tools.errors import GuardrailTripwire
+from prism_tools.errors import GuardrailTripwire, error_text
 from prism_tools.types import JSONValue
 
 GuardrailStage = Literal["input", "output", "tool_input", "tool_output"]
@@ -261,7 +261,7 @@ async def _evaluate_one(
     except asyncio.CancelledError:
         raise
     except Exception as err:
-        message = cut_utf8(scrub(str(err)), MAX_REASON_BYTES)
+        message = cut_utf8(scrub(error_text(err)), MAX_REASON_BYTES)
         return _record(name, stage, "tripwire", "guardrail_failed", {"error": message}, scrub)
     action = getattr(decision, "action", None)
     if not isinstance(decision, GuardrailDecision) and not (

@@ -132,9 +132,9 @@ class SecretRedactor:
         for key, item in value.items():
             if isinstance(key, str):
                 new_key = self.redact_text(key)
-            elif self._matcher.contains(str(key)):
+            elif self._matcher.contains(_json.text_of(key)):
                 # A key that is not a string but spells a secret leaves as redacted text.
-                new_key = self.redact_text(str(key))
+                new_key = self.redact_text(_json.text_of(key))
             else:
                 new_key = key
             if new_key in out:

@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from prism_tools import _json
 from prism_tools._frozen import fast_init
-from prism_tools._json import CIRCULAR_MARKER, MAX_DEPTH_MARKER, WRITER_MAX_DEPTH
+from prism_tools._json import (
+    CIRCULAR_MARKER,
+    MAX_DEPTH_MARKER,
+    UNPRINTABLE_MARKER,
+    WRITER_MAX_DEPTH,
+    text_of,
+)
 
 if TYPE_CHECKING:
     import asyncio
@@ -106,7 +112,7 @@ def _plain_fast(value: Any, depth: int) -> JSONValue:
         if to_dict is not None and not isinstance(value, type):
             if depth >= WRITER_MAX_DEPTH:
                 raise _TooDeep
-            return to_dict()
+            return _converted(value, to_dict)
         is_mapping = isinstance(value, Mapping)
         if not is_mapping and not isinstance(value, _SEQUENCES):
             return value
@@ -118,7 +124,7 @@ def _plain_fast(value: Any, depth: int) -> JSONValue:
     if is_mapping:
         out = {}
         for key, item in value.items():
-            out[key if isinstance(key, str) else str(key)] = (
+            out[key if isinstance(key, str) else text_of(key)] = (
                 item if type(item) in _PLAIN_SCALARS else _plain_fast(item, depth)
             )
         return out
@@ -128,13 +134,23 @@ def _plain_fast(value: Any, depth: int) -> JSONValue:
     return items
 
 
+def _converted(value: Any, to_dict: Callable[[], Any]) -> Any:
+    # A host object's to_dict may raise; its error is not shown (it may quote what it holds).
+    try:
+        return to_dict()
+    except RecursionError:
+        raise  # a to_dict that reaches itself: cut where the walk is, as any deep value is
+    except Exception:
+        return UNPRINTABLE_MARKER.format(type(value).__name__)
+
+
 def _plain_guarded(value: Any, depth: int, ancestors: set[int]) -> JSONValue:
     """``_plain_fast`` with the lenient writer's bounds: markers instead of raising."""
     if type(value) in _PLAIN_SCALARS:
         return value
     to_dict = getattr(value, "to_dict", None)
     if to_dict is not None and not isinstance(value, type):
-        return MAX_DEPTH_MARKER if depth >= WRITER_MAX_DEPTH else to_dict()
+        return MAX_DEPTH_MARKER if depth >= WRITER_MAX_DEPTH else _converted(value, to_dict)
     is_mapping = isinstance(value, Mapping)
     if not is_mapping and not isinstance(value, _SEQUENCES):
         return value
@@ -149,7 +165,7 @@ def _plain_guarded(value: Any, depth: int, ancestors: set[int]) -> JSONValue:
     if is_mapping:
         plain = {}
         for key, item in value.items():
-            plain[key if isinstance(key, str) else str(key)] = _plain_guarded(
+            plain[key if isinstance(key, str) else text_of(key)] = _plain_guarded(
                 item, depth, ancestors
             )
     else:
