@@ -7,6 +7,7 @@ import json
 import math
 import sqlite3
 from collections.abc import Iterator, Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -612,6 +613,18 @@ async def test_a_fresh_process_resumes_from_json_state_and_runs_the_call_once() 
     assert "suspension" not in restored.state
 
 
+async def test_run_metadata_json_cannot_hold_is_kept_as_the_lenient_writer_writes_it() -> None:
+    looped: dict[str, Any] = {"ticket": "T-1"}
+    looped["self"] = looped
+    session = build_agent(ScriptedProvider([calling(call("c1"))]), Recorder()).session()
+    await session.run("deploy", metadata={"looped": looped, "when": {1, 2}})
+    stored = json.loads(json.dumps(session.state))
+    assert stored["suspension"]["metadata"] == {
+        "looped": {"ticket": "T-1", "self": "[Circular]"},
+        "when": [1, 2],
+    }
+
+
 async def test_resume_keeps_the_runs_grant() -> None:
     echo = Recorder()
     provider = ScriptedProvider([calling(call("c1")), calling(call("c2", "other")), answer()])
@@ -700,6 +713,19 @@ def test_checkpoint_stores_refuse_a_state_nested_too_deeply(store: CheckpointSto
     with pytest.raises(ValueError, match="nests too deeply"):
         store.save("s1", {"version": 2, "nested": nested})
     assert store.load("s1") == {"version": 1}
+
+
+def test_a_stored_state_nested_too_deeply_for_the_reader_is_a_value_error(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "checkpoints.db"
+    with SqliteCheckpointStore(path) as store:
+        store.save("s1", {"version": 1})
+    # Written by something else (another version, a hand edit): not by save(), which refuses it.
+    with closing(sqlite3.connect(path)) as db, db:
+        db.execute("UPDATE prism_checkpoints SET state = ?", ("[" * 100_000 + "]" * 100_000,))
+    with SqliteCheckpointStore(path) as store, pytest.raises(ValueError, match="nests too deeply"):
+        store.load("s1")
 
 
 def test_the_sqlite_store_survives_reopening(tmp_path: Path) -> None:

@@ -303,7 +303,15 @@ def test_activation_state_round_trips_through_json() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["", "not json", "[]", '{"activated": "a"}', '{"activated": [1]}', '{"activated": [""]}'],
+    [
+        "",
+        "not json",
+        "[]",
+        '{"activated": "a"}',
+        '{"activated": [1]}',
+        '{"activated": [""]}',
+        "[" * 100_000,
+    ],
 )
 def test_activation_state_refuses_corrupt_json(text: str) -> None:
     with pytest.raises(ValueError, match="activation state"):

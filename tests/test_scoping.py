@@ -621,6 +621,11 @@ def with_(**changes: Any) -> dict[str, Any]:
 
 MALFORMED_STATES = [
     pytest.param("not json at all", id="bad-json-text"),
+    pytest.param("[" * 100_000 + "]" * 100_000, id="json-text-nested-too-deeply"),
+    pytest.param(
+        '{"version": 1, "messages": ' + "[" * 5_000 + "]" * 5_000 + "}",
+        id="messages-nested-too-deeply",
+    ),
     pytest.param("[1, 2]", id="json-list"),
     pytest.param(42, id="int"),
     pytest.param([], id="list"),

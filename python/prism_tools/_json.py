@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any, Final
@@ -149,3 +150,14 @@ def _plain(value: Any, depth: int, ancestors: set[int]) -> Any:
 
 def loads(data: bytes | str) -> Any:
     return orjson.loads(data)
+
+
+def loads_stored(text: bytes | str) -> Any:
+    """Python's ``json`` reading of stored text (it takes all that ``json.dumps`` writes, NaN and
+    lone surrogate escapes included); text nested too deep for it is a ``ValueError``, not a
+    ``RecursionError``."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        pass  # raised below, so the error does not keep the deep traceback as its context
+    raise ValueError("the JSON text nests too deeply to be read")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import logging
 import math
 import uuid
@@ -368,7 +367,7 @@ class Agent:
         """A new conversation with this agent, or one restored from ``session.state`` (keeping
         its session id unless another is given)."""
         if session_id is None and state is not None:
-            data = json.loads(state) if isinstance(state, str) else state
+            data = _json.loads_stored(state) if isinstance(state, str) else state
             stored = data.get("session_id") if isinstance(data, Mapping) else None
             session_id = stored if isinstance(stored, str) and stored else None
             state = data
@@ -492,7 +491,7 @@ class Session:
 
     def restore(self, state: Mapping[str, Any] | str) -> None:
         """Loads a ``state``; a stored grant shrinks to the agent's tools as registered now."""
-        data = json.loads(state) if isinstance(state, str) else state
+        data = _json.loads_stored(state) if isinstance(state, str) else state
         if not isinstance(data, Mapping) or data.get("version") != STATE_VERSION:
             raise ValueError(f"session state must be an object with version {STATE_VERSION}")
         messages = data.get("messages", [])

@@ -9,11 +9,11 @@ pending call and continues the run. See ``docs/runtime.md`` ("Approval and resum
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
 
+from prism_tools import _json
 from prism_tools.effects import ToolEffectError, arguments_hash
 from prism_tools.errors import PrismError
 from prism_tools.types import JSONValue
@@ -209,7 +209,7 @@ class Suspension:
                 name: {"action": rule.action, "reason": rule.reason}
                 for name, rule in self.sticky.items()
             },
-            "metadata": json.loads(json.dumps(dict(self.metadata), default=str)),
+            "metadata": _json.loads(_json.dumps_lenient(dict(self.metadata))),
             "decided": {call_id: item.to_dict() for call_id, item in self.decided.items()},
         }
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from os import PathLike
 from typing import Any, Protocol, runtime_checkable
 
-from prism_tools._json import holds_lone_surrogate
+from prism_tools._json import holds_lone_surrogate, loads_stored
 from prism_tools._sqlite import connect_prepared
 from prism_tools.types import JSONValue
 
@@ -131,7 +131,7 @@ def _create_table(db: sqlite3.Connection) -> None:
 
 
 def _loads(text: str) -> dict[str, JSONValue]:
-    value: Any = json.loads(text)
+    value: Any = loads_stored(text)
     if not isinstance(value, dict):
         raise ValueError("a stored checkpoint is not a JSON object")
     return value

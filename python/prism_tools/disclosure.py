@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from prism_tools import _json
 from prism_tools._core import (
     SEARCH_DEFAULT_TOP_K,
     SEARCH_MAX_TOP_K,
@@ -124,7 +125,7 @@ class ToolActivationState:
     def from_json(cls, text: str | bytes, *, cap: int = MAX_ACTIVATED) -> ToolActivationState:
         """Restores a state written by ``to_json``; keeps the newest ``cap`` names."""
         try:
-            data = json.loads(text)
+            data = _json.loads_stored(text)
         except (ValueError, TypeError) as err:
             raise ValueError(f"activation state is not valid JSON: {err}") from None
         names = data.get("activated") if isinstance(data, dict) else None
