@@ -23,12 +23,12 @@ from tests.effects_conformance import (
     result_for,
 )
 
+from prism_tools._group_commit import GroupCommit
 from prism_tools.effect_stores import SCHEMA_VERSION, SqliteToolEffectStore
 from prism_tools.effects import (
     ERR_TOOL_EFFECT_LIMIT,
     MAX_RECORD_BYTES,
     EffectClassifierContext,
-    GroupCommit,
     InMemoryToolEffectStore,
     ToolEffect,
     ToolEffectError,

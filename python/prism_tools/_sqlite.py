@@ -9,6 +9,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from prism_tools._group_commit import RUN_ALONE, Write, WriteOutcome
+
 
 def connect_prepared(
     path: str | os.PathLike[str], prepare: Callable[[sqlite3.Connection], None], **options: Any
@@ -77,3 +79,43 @@ def enable_wal(db: sqlite3.Connection, timeout_s: float) -> None:
 
 
 __all__ = ["connect_prepared", "create_versioned_tables", "enable_wal"]
+
+
+def run_together(db: sqlite3.Connection, writes: list[Write]) -> list[WriteOutcome]:
+    """Run ``writes`` on ``db`` (a connection in autocommit mode): several in one transaction,
+    one alone. When the transaction fails nothing of it was written, and each write runs again
+    on its own to get its own outcome; a write that met another connection's lock comes back as
+    ``RUN_ALONE``."""
+    if len(writes) > 1:
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            written: list[WriteOutcome] = [write() for write in writes]
+            db.execute("COMMIT")
+        except Exception as err:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            if is_busy(err):
+                return [RUN_ALONE] * len(writes)
+            # Nothing of the batch was written: give each write its own outcome.
+        else:
+            return written
+    outcomes: list[WriteOutcome] = []
+    for write in writes:
+        try:
+            outcomes.append(write())
+        except Exception as err:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            outcomes.append(RUN_ALONE if is_busy(err) else err)
+    return outcomes
+
+
+def is_busy(err: Exception) -> bool:
+    """Whether ``err`` is SQLite's "the database is locked by another connection"."""
+    # An error raised by SQLite carries its code; one made elsewhere may not.
+    code = getattr(err, "sqlite_errorcode", None)
+    return (
+        isinstance(err, sqlite3.OperationalError)
+        and isinstance(code, int)
+        and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    )

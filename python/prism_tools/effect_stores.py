@@ -10,21 +10,24 @@ import threading
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
-from prism_tools._sqlite import connect_prepared, create_versioned_tables, enable_wal
+from prism_tools._group_commit import GroupCommit, Write, WriteOutcome
+from prism_tools._sqlite import (
+    connect_prepared,
+    create_versioned_tables,
+    enable_wal,
+    is_busy,
+    run_together,
+)
 from prism_tools.effects import (
     ERR_TOOL_EFFECT_CONFLICT,
     MSG_TRANSITION_CONFLICT,
-    RUN_ALONE,
     BaseToolEffectStore,
     Clock,
-    GroupCommit,
     Owner,
     Slot,
     Step,
     ToolEffectError,
     ToolEffectRecord,
-    Write,
-    WriteOutcome,
     decode_record,
     encode_record,
     finish_step,
@@ -150,7 +153,7 @@ class SqliteToolEffectStore(BaseToolEffectStore):
             try:
                 return fn()
             except sqlite3.OperationalError as err:
-                if not _is_busy(err):
+                if not is_busy(err):
                     raise
                 # Another connection holds the write lock: nothing was written (a transaction
                 # left open is rolled back), so wait for the lock in a worker thread.
@@ -170,34 +173,9 @@ class SqliteToolEffectStore(BaseToolEffectStore):
         if self._db is None or not self._lock.acquire(blocking=False):
             return None
         try:
-            return self._run_together(self._db, writes)
+            return run_together(self._db, writes)
         finally:
             self._lock.release()
-
-    @staticmethod
-    def _run_together(db: sqlite3.Connection, writes: list[Write]) -> list[WriteOutcome]:
-        if len(writes) > 1:
-            try:
-                db.execute("BEGIN IMMEDIATE")
-                written: list[WriteOutcome] = [write() for write in writes]
-                db.execute("COMMIT")
-            except Exception as err:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                if _is_busy(err):
-                    return [RUN_ALONE] * len(writes)
-                # Nothing of the batch was written: give each write its own outcome.
-            else:
-                return written
-        outcomes: list[WriteOutcome] = []
-        for write in writes:
-            try:
-                outcomes.append(write())
-            except Exception as err:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                outcomes.append(RUN_ALONE if _is_busy(err) else err)
-        return outcomes
 
     def _call_waiting(self, fn: Callable[[], T]) -> T:
         with self._lock:
@@ -272,17 +250,6 @@ class SqliteToolEffectStore(BaseToolEffectStore):
             (*owner, before_ms, limit),
         )
         return int(cursor.rowcount)
-
-
-def _is_busy(err: Exception) -> bool:
-    """Whether ``err`` is SQLite's "the database is locked by another connection"."""
-    # An error raised by SQLite carries its code; one made elsewhere may not.
-    code = getattr(err, "sqlite_errorcode", None)
-    return (
-        isinstance(err, sqlite3.OperationalError)
-        and isinstance(code, int)
-        and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-    )
 
 
 __all__ = ["SCHEMA_VERSION", "SqliteToolEffectStore"]

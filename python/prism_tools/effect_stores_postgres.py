@@ -50,6 +50,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from prism_tools._group_commit import GroupCommit, Write, WriteOutcome
 from prism_tools._postgres import SCHEMA_LOCK_SQL, ConnectionPoolLike, PostgresConnections
 from prism_tools.effects import (
     ERR_TOOL_EFFECT_CONFLICT,
@@ -57,14 +58,11 @@ from prism_tools.effects import (
     MSG_TRANSITION_CONFLICT,
     BaseToolEffectStore,
     Clock,
-    GroupCommit,
     Owner,
     Slot,
     Step,
     ToolEffectError,
     ToolEffectRecord,
-    Write,
-    WriteOutcome,
     decode_record,
     encode_record,
     finish_step,
