@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
 import os
 import signal
@@ -26,7 +27,9 @@ from prism_tools import (
     ToolExecutionContext,
     create_tool_registry,
     dispatch_tool_call,
+    ledger_sqlite,
 )
+from prism_tools._sqlite import run_together
 from prism_tools.ledger_sqlite import SCHEMA_VERSION, SqliteRunLedger
 
 SECRET = "sk-live-ledger-0001"
@@ -163,6 +166,61 @@ def _row(call_id: str) -> Any:
     )
 
 
+async def test_rows_of_concurrent_calls_are_committed_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    batches: list[int] = []
+
+    def counted(db: sqlite3.Connection, writes: list[Any]) -> list[Any]:
+        batches.append(len(writes))
+        return run_together(db, writes)
+
+    monkeypatch.setattr(ledger_sqlite, "run_together", counted)
+    registry = create_tool_registry([ToolDefinition("echo", execute=echo)])
+    with SqliteRunLedger(tmp_path / "ledger.db") as ledger:
+        await asyncio.gather(
+            *(
+                dispatch_tool_call(
+                    ToolCall(f"c{n}", "echo", {"n": n}), registry, context(f"c{n}"), ledger=ledger
+                )
+                for n in range(50)
+            )
+        )
+        rows = ledger.rows()
+    # Fifty started rows in one commit, then fifty finished rows in one commit.
+    assert batches == [50, 50]
+    assert [row.status for row in rows] == ["started"] * 50 + ["finished"] * 50
+    assert [row.tool_call_id for row in rows[:50]] == [f"c{n}" for n in range(50)]
+
+
+async def test_an_append_not_awaited_is_still_written_and_read_back_at_once(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ledger.db"
+    with SqliteRunLedger(path) as ledger:
+        pending = ledger.append_tool_call(_row("c1"))
+        assert pending is not None  # the first append on a loop waits for company
+        assert [row.tool_call_id for row in ledger.rows()] == ["c1"]
+        ledger.append_tool_call(_row("c2"))
+        ledger.append_tool_call(_row("c3"))
+        assert len(ledger) == 3
+        ledger.append_tool_call(_row("c4"))
+    # Closing commits what is still queued.
+    with SqliteRunLedger(path) as again:
+        assert [row.tool_call_id for row in again.rows()] == ["c1", "c2", "c3", "c4"]
+
+
+async def test_a_waiter_cancelled_before_the_commit_leaves_its_row_in_it(tmp_path: Path) -> None:
+    with SqliteRunLedger(tmp_path / "ledger.db") as ledger:
+        first = ledger.append_tool_call(_row("c1"))
+        second = ledger.append_tool_call(_row("c2"))
+        assert isinstance(first, asyncio.Future)
+        assert isinstance(second, asyncio.Future)
+        first.cancel()
+        await second
+        assert [row.tool_call_id for row in ledger.rows()] == ["c1", "c2"]
+
+
 def test_bad_options_and_rows_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="synchronous"):
         SqliteRunLedger(tmp_path / "x.db", synchronous="OFF")  # type: ignore[arg-type]
@@ -170,49 +228,57 @@ def test_bad_options_and_rows_are_refused(tmp_path: Path) -> None:
         ledger.append_tool_call({"id": "x"})  # type: ignore[arg-type]
 
 
-def mark_ready(ready: str) -> None:
-    Path(ready).write_text("running")
+def mark_ready(ready: str, call_id: str) -> None:
+    with open(ready, "a") as marks:
+        marks.write(f"{call_id}\n")
 
 
-def _child(path: str, ready: str) -> None:
+def _child(path: str, ready: str, calls: int) -> None:
     import asyncio
 
     async def stuck(args: dict[str, Any], ctx: ToolExecutionContext) -> None:
-        mark_ready(ready)
+        mark_ready(ready, ctx.tool_call_id)
         await asyncio.sleep(60)
 
     async def main() -> None:
         registry = create_tool_registry([ToolDefinition("stuck", execute=stuck)])
-        await dispatch_tool_call(
-            ToolCall("c1", "stuck", {"x": 1}),
-            registry,
-            context("c1"),
-            ledger=SqliteRunLedger(path),
+        ledger = SqliteRunLedger(path)
+        await asyncio.gather(
+            *(
+                dispatch_tool_call(
+                    ToolCall(f"c{n}", "stuck", {"x": n}), registry, context(f"c{n}"), ledger=ledger
+                )
+                for n in range(calls)
+            )
         )
 
     asyncio.run(main())
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
-def test_a_killed_process_never_loses_a_row_it_moved_past(tmp_path: Path) -> None:
+@pytest.mark.parametrize("calls", [1, 40])
+def test_a_killed_process_never_loses_a_row_it_moved_past(tmp_path: Path, calls: int) -> None:
+    # With 40 calls on one loop, their started rows are committed together (group commit).
     path = tmp_path / "ledger.db"
     ready = tmp_path / "ready"
     process = multiprocessing.get_context("spawn").Process(
-        target=_child, args=(str(path), str(ready))
+        target=_child, args=(str(path), str(ready), calls)
     )
     process.start()
     deadline = time.monotonic() + 60
-    while not ready.exists():
-        assert time.monotonic() < deadline, "the child never started its tool"
+    while not ready.exists() or len(ready.read_text().split()) < calls:
+        assert time.monotonic() < deadline, "the child never started its tools"
         time.sleep(0.01)
     assert process.pid is not None
     os.kill(process.pid, signal.SIGKILL)
     process.join()
     assert process.exitcode == -signal.SIGKILL
-    # The tool was running, so dispatch had moved past the started row: it must be there.
+    # Each tool was running, so dispatch had moved past its started row: it must be there.
     with SqliteRunLedger(path) as ledger:
         rows = ledger.rows()
-    assert [(row.tool_call_id, row.status) for row in rows] == [("c1", "started")]
+    assert sorted((row.tool_call_id, row.status) for row in rows) == sorted(
+        (call_id, "started") for call_id in ready.read_text().split()
+    )
 
 
 async def test_the_ledger_and_the_effect_store_share_one_file(tmp_path: Path) -> None:

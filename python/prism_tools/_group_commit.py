@@ -79,6 +79,17 @@ class GroupCommit:
         queue.append((fn, done))
         return done
 
+    def flush(self) -> None:
+        """Commit now what the calling thread's running event loop has queued (the commit
+        scheduled for its next turn then finds nothing). Only that loop's queue: futures may only
+        be resolved from their own loop's thread."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        if loop in self._queued:
+            self._commit(loop)
+
     def _commit(self, loop: asyncio.AbstractEventLoop) -> None:
         batch = [item for item in self._queued.pop(loop, []) if not item[1].cancelled()]
         if not batch:

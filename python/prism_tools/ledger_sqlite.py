@@ -1,23 +1,28 @@
 """``SqliteRunLedger``: the audit ledger in a SQLite file that survives the process.
 
-Each ``append_tool_call`` is one committed transaction before it returns, and dispatch waits for
-the append before it moves past the row, so a crash never loses a row that dispatch had moved
-past. Rows arrive already redacted when dispatch has secrets or a redactor. The file is in WAL
-mode; ``synchronous="FULL"`` (the default) also survives a power cut, ``"NORMAL"`` survives a
-crashed process only and commits faster.
+Each row is committed before its append is done, and dispatch waits for the append before it
+moves past the row, so a crash never loses a row that dispatch had moved past. Rows that
+concurrent calls on one event loop append in one turn of the loop are committed together (one
+transaction, one flush to disk; see ``_group_commit``). Rows arrive already redacted when
+dispatch has secrets or a redactor. The file is in WAL mode; ``synchronous="FULL"`` (the
+default) also survives a power cut, ``"NORMAL"`` survives a crashed process only and commits
+faster.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 import threading
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Final, Literal
 
 from prism_tools import _json
-from prism_tools._sqlite import connect_prepared, create_versioned_tables, enable_wal
+from prism_tools._group_commit import RUN_ALONE, GroupCommit, Write, WriteOutcome
+from prism_tools._sqlite import connect_prepared, create_versioned_tables, enable_wal, run_together
 from prism_tools.ledger import row_columns, row_filter
 from prism_tools.types import JSONValue, ToolCallRecord, ToolResult
 
@@ -51,8 +56,16 @@ def record_from_dict(data: Mapping[str, JSONValue]) -> ToolCallRecord:
     return ToolCallRecord(**fields)
 
 
+_INSERT: Final = (
+    "INSERT INTO prism_tool_calls (row_id, session_id, run_id, tool_call_id, name, status, row)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+_Row = tuple[str, str, str, str, str, str, str]
+
+
 class SqliteRunLedger:
-    """Ledger rows in a SQLite file, committed one by one, queryable by session, run and call.
+    """Ledger rows in a SQLite file, each committed before its append is done, queryable by
+    session, run and call.
 
     Safe to share between threads and tasks (one connection behind a lock). The schema is
     created on first use; ``prism_schema_version`` records its version for later migrations.
@@ -70,6 +83,7 @@ class SqliteRunLedger:
             isolation_level=None,
             timeout=30.0,
         )
+        self._group = GroupCommit(self._commit_rows, self._write_alone)
 
     def _prepare(self, db: sqlite3.Connection, synchronous: Synchronous) -> None:
         """WAL mode, the commit policy and the tables (created or checked), in one transaction."""
@@ -87,18 +101,54 @@ class SqliteRunLedger:
                 ),
             )
 
-    def append_tool_call(self, record: ToolCallRecord) -> None:
-        """Stores one row; it is committed when this returns."""
+    def append_tool_call(self, record: ToolCallRecord) -> Awaitable[None] | None:
+        """Stores one row.
+
+        Outside an event loop the row is committed when this returns. Inside one, rows that
+        concurrent calls append in one turn of the loop are committed together at the start of
+        the next turn, and the awaitable returned finishes after that commit (the row is written
+        even if the awaitable is never awaited or its waiter is cancelled); a caller appending
+        alone mostly gets its row committed at once, and ``None``.
+        """
         if not isinstance(record, ToolCallRecord):
             raise TypeError(f"ledger rows must be ToolCallRecord, got {type(record).__name__}")
-        row = _json.dumps_lenient(record.to_dict()).decode("utf-8")
+        row: _Row = (*row_columns(record), _json.dumps_lenient(record.to_dict()).decode("utf-8"))
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None or self._group.goes_alone(loop):
+            with self._lock:
+                self._insert(row)
+            return None
+        # Shielded: a waiter cancelled before the commit must not take its row out of it. A
+        # future, not a coroutine, so a caller that never awaits it gets no warning.
+        return asyncio.shield(self._group.enqueue(loop, partial(self._insert, row)))
+
+    def _insert(self, row: _Row) -> bool:
+        self._db.execute(_INSERT, row)
+        return True
+
+    def _commit_rows(self, writes: list[Write]) -> list[WriteOutcome]:
+        # Waits for the lock as a lone append does: the connection is only ever held briefly.
         with self._lock:
-            self._db.execute(
-                "INSERT INTO prism_tool_calls"
-                " (row_id, session_id, run_id, tool_call_id, name, status, row)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (*row_columns(record), row),
-            )
+            outcomes = run_together(self._db, writes)
+        # RUN_ALONE: another process held the file past the busy timeout, as a lone append
+        # would have found it. Nothing was written; the append fails as a lone one would.
+        return [
+            sqlite3.OperationalError("database is locked") if outcome is RUN_ALONE else outcome
+            for outcome in outcomes
+        ]
+
+    async def _write_alone(self, write: Write) -> bool:
+        # GroupCommit's way to run one write; the ledger's appends never ask for it.
+        with self._lock:
+            return write()
+
+    def _flush(self) -> None:
+        """Commit the rows this thread's event loop has queued, so a read or ``close`` right
+        after an append (awaited or not) finds the row."""
+        self._group.flush()
 
     def rows(
         self,
@@ -109,6 +159,7 @@ class SqliteRunLedger:
     ) -> list[ToolCallRecord]:
         """Rows matching every given id, oldest first."""
         where, values = row_filter("?", session_id, run_id, tool_call_id)
+        self._flush()
         with self._lock:
             found = self._db.execute(
                 f"SELECT row FROM prism_tool_calls{where} ORDER BY seq", values
@@ -121,11 +172,13 @@ class SqliteRunLedger:
         return self.rows()
 
     def __len__(self) -> int:
+        self._flush()
         with self._lock:
             (count,) = self._db.execute("SELECT COUNT(*) FROM prism_tool_calls").fetchone()
         return int(count)
 
     def close(self) -> None:
+        self._flush()
         with self._lock:
             self._db.close()
 
