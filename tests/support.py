@@ -106,6 +106,159 @@ def check_appends_from_threads(ledger: Any, make_row: Callable[[str], Any]) -> N
         assert mine == [f"{prefix}{number}" for number in range(50)]
 
 
+def ledger_row(call_id: str) -> Any:
+    """A ``started`` ledger row for ``call_id`` (session ``s1``, run ``r1``)."""
+    from prism_tools import ToolCallRecord
+
+    return ToolCallRecord(
+        id=f"row-{call_id}",
+        session_id="s1",
+        run_id="r1",
+        tool_call_id=call_id,
+        name="echo",
+        arguments={},
+        status="started",
+        started_at="2026-01-01T00:00:00.000Z",
+    )
+
+
+async def check_rows_of_concurrent_calls_commit_together(
+    ledger: Any, module: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fifty calls dispatched at once on one loop: their started rows are one batch for
+    ``module.run_together`` (the ledger module's batch runner), their finished rows another,
+    and the rows keep the order of the calls."""
+    import asyncio
+
+    from prism_tools import (
+        ToolCall,
+        ToolDefinition,
+        ToolExecutionContext,
+        create_tool_registry,
+        dispatch_tool_call,
+    )
+
+    batches: list[int] = []
+    real = module.run_together
+
+    def counted(db: Any, writes: list[Any], *how: Any) -> list[Any]:
+        batches.append(len(writes))
+        return real(db, writes, *how)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(module, "run_together", counted)
+    registry = create_tool_registry([ToolDefinition("echo", execute=lambda args, ctx: args)])
+    await asyncio.gather(
+        *(
+            dispatch_tool_call(
+                ToolCall(f"c{n}", "echo", {"n": n}),
+                registry,
+                ToolExecutionContext(session_id="s1", run_id="r1", tool_call_id=f"c{n}"),
+                ledger=ledger,
+            )
+            for n in range(50)
+        )
+    )
+    rows = ledger.rows()
+    assert batches == [50, 50]
+    assert [row.status for row in rows] == ["started"] * 50 + ["finished"] * 50
+    assert [row.tool_call_id for row in rows[:50]] == [f"c{n}" for n in range(50)]
+
+
+async def check_appends_not_awaited_are_written(open_ledger: Callable[[], Any]) -> None:
+    """Appends made inside an event loop and never awaited are read back at once (``rows``,
+    ``len``) and committed by ``close``; a waiter cancelled before the commit leaves its row in
+    it. (Two or more appends in one turn of the loop are always queued, never written alone.)"""
+    import asyncio
+
+    with open_ledger() as ledger:
+        cancelled = ledger.append_tool_call(ledger_row("c1"))
+        awaited = ledger.append_tool_call(ledger_row("c2"))
+        assert isinstance(cancelled, asyncio.Future)
+        assert isinstance(awaited, asyncio.Future)
+        cancelled.cancel()
+        ledger.append_tool_call(ledger_row("c3"))
+        assert [row.tool_call_id for row in ledger.rows()] == ["c1", "c2", "c3"]
+        await awaited
+        ledger.append_tool_call(ledger_row("c4"))
+        ledger.append_tool_call(ledger_row("c5"))
+        assert len(ledger) == 5
+        ledger.append_tool_call(ledger_row("c6"))
+        ledger.append_tool_call(ledger_row("c7"))
+    with open_ledger() as again:
+        assert [row.tool_call_id for row in again.rows()] == [f"c{n}" for n in range(1, 8)]
+
+
+def _stuck_calls(kind: str, target: str, ready: str, calls: int) -> None:
+    """A child process: ``calls`` calls at once on one loop to a tool that marks ``ready`` with
+    its call id and then waits to be killed, with a ``kind`` ("sqlite" or "postgres") ledger."""
+    import asyncio
+
+    from prism_tools import (
+        PostgresRunLedger,
+        SqliteRunLedger,
+        ToolCall,
+        ToolDefinition,
+        ToolExecutionContext,
+        create_tool_registry,
+        dispatch_tool_call,
+    )
+
+    def mark(call_id: str) -> None:
+        with Path(ready).open("a") as marks:
+            marks.write(f"{call_id}\n")
+
+    async def stuck(args: dict[str, Any], ctx: ToolExecutionContext) -> None:
+        mark(ctx.tool_call_id)
+        await asyncio.sleep(60)
+
+    async def main() -> None:
+        registry = create_tool_registry([ToolDefinition("stuck", execute=stuck)])
+        ledger = SqliteRunLedger(target) if kind == "sqlite" else PostgresRunLedger(target)
+        await asyncio.gather(
+            *(
+                dispatch_tool_call(
+                    ToolCall(f"c{n}", "stuck", {"x": n}),
+                    registry,
+                    ToolExecutionContext(session_id="s1", run_id="r1", tool_call_id=f"c{n}"),
+                    ledger=ledger,
+                )
+                for n in range(calls)
+            )
+        )
+
+    asyncio.run(main())
+
+
+def check_a_killed_process_keeps_every_started_row(
+    kind: str, target: str, tmp_path: Path, calls: int, open_ledger: Callable[[], Any]
+) -> None:
+    """Kill (SIGKILL) a process whose ``calls`` tools are all running: dispatch had moved past
+    each started row, so every one must be in the ledger, seen from this process."""
+    import multiprocessing
+    import os
+    import signal
+    import time
+
+    ready = tmp_path / "ready"
+    process = multiprocessing.get_context("spawn").Process(
+        target=_stuck_calls, args=(kind, target, str(ready), calls)
+    )
+    process.start()
+    deadline = time.monotonic() + 60
+    while not ready.exists() or len(ready.read_text().split()) < calls:
+        assert time.monotonic() < deadline, "the child never started its tools"
+        time.sleep(0.01)
+    assert process.pid is not None
+    os.kill(process.pid, signal.SIGKILL)
+    process.join()
+    assert process.exitcode == -signal.SIGKILL
+    with open_ledger() as ledger:
+        rows = ledger.rows()
+    assert sorted((row.tool_call_id, row.status) for row in rows) == sorted(
+        (call_id, "started") for call_id in ready.read_text().split()
+    )
+
+
 async def check_text_no_column_can_hold_is_stored(ledger: Any) -> None:
     """A model's call id and tool name holding NUL and lone surrogates (from "\\u0000" and
     "\\ud800") are written to ``ledger`` with U+FFFD in the indexed columns, found again by the

@@ -3,21 +3,23 @@ the process, the connection and a second process creating the schema at the same
 
 from __future__ import annotations
 
-import multiprocessing
-import os
+import asyncio
 import signal
 import sys
 import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from tests.pg import PgSchema, with_options
 from tests.support import (
     append_from_threads,
+    check_a_killed_process_keeps_every_started_row,
     check_appends_from_threads,
+    check_appends_not_awaited_are_written,
+    check_rows_of_concurrent_calls_commit_together,
     check_text_no_column_can_hold_is_stored,
     check_values_json_cannot_write_are_stored,
 )
@@ -28,6 +30,7 @@ from prism_tools import (
     ToolExecutionContext,
     create_tool_registry,
     dispatch_tool_call,
+    ledger_postgres,
 )
 from prism_tools.ledger_postgres import SCHEMA_VERSION, PostgresRunLedger
 from prism_tools.types import ToolCallRecord
@@ -161,6 +164,19 @@ async def test_rows_survive_reconnecting_and_the_schema_is_versioned(
 
 
 @postgres
+async def test_rows_of_concurrent_calls_are_committed_together(
+    pg_schema: PgSchema, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with PostgresRunLedger(pg_schema.dsn) as ledger:
+        await check_rows_of_concurrent_calls_commit_together(ledger, ledger_postgres, monkeypatch)
+
+
+@postgres
+async def test_appends_not_awaited_or_cancelled_are_still_written(pg_schema: PgSchema) -> None:
+    await check_appends_not_awaited_are_written(lambda: PostgresRunLedger(pg_schema.dsn))
+
+
+@postgres
 def test_appends_from_many_threads_all_land(pg_schema: PgSchema) -> None:
     with PostgresRunLedger(pg_schema.dsn) as ledger:
         check_appends_from_threads(ledger, _row)
@@ -210,6 +226,34 @@ def test_a_lost_connection_is_reopened_before_the_next_row(pg_schema: PgSchema) 
     ledger.append_tool_call(_row("after"))
     assert [row.tool_call_id for row in ledger.records] == ["before", "after"]
     ledger.close()
+
+
+@postgres
+async def test_a_batch_that_meets_a_lost_connection_fails_every_row_in_it(
+    pg_schema: PgSchema,
+) -> None:
+    import psycopg
+
+    name = f"prism-ledger-{uuid.uuid4().hex[:12]}"
+    with PostgresRunLedger(with_options(pg_schema.dsn, application_name=name)) as ledger:
+        # Two appends in one turn: a batch, so the appends below are queued too.
+        await asyncio.gather(
+            *(cast(Any, ledger.append_tool_call(_row(call_id))) for call_id in ("b1", "b2"))
+        )
+        pg_schema.sql.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+            (name,),
+        )
+        wait_until_gone(pg_schema, name)
+        # The batch may or may not have been committed when the connection went: every row in
+        # it fails, and none is written again behind its caller's back.
+        lost = [ledger.append_tool_call(_row(f"lost{n}")) for n in range(3)]
+        outcomes = await asyncio.gather(*(cast(Any, row) for row in lost), return_exceptions=True)
+        assert all(isinstance(outcome, psycopg.OperationalError) for outcome in outcomes)
+        after = ledger.append_tool_call(_row("after"))
+        if after is not None:
+            await after
+        assert [row.tool_call_id for row in ledger.records] == ["b1", "b2", "after"]
 
 
 @postgres
@@ -277,49 +321,14 @@ def test_a_missing_psycopg_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> N
         PostgresRunLedger("postgresql://nobody@127.0.0.1:1/none")
 
 
-def mark_ready(ready: str) -> None:
-    Path(ready).write_text("running")
-
-
-def _child(dsn: str, ready: str) -> None:
-    import asyncio
-
-    async def stuck(args: dict[str, Any], ctx: ToolExecutionContext) -> None:
-        mark_ready(ready)
-        await asyncio.sleep(60)
-
-    async def main() -> None:
-        registry = create_tool_registry([ToolDefinition("stuck", execute=stuck)])
-        await dispatch_tool_call(
-            ToolCall("c1", "stuck", {"x": 1}),
-            registry,
-            context("c1"),
-            ledger=PostgresRunLedger(dsn),
-        )
-
-    asyncio.run(main())
-
-
 @postgres
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+@pytest.mark.parametrize("calls", [1, 40])
 def test_a_killed_process_never_loses_a_row_it_moved_past(
-    pg_schema: PgSchema, tmp_path: Path
+    pg_schema: PgSchema, tmp_path: Path, calls: int
 ) -> None:
-    ready = tmp_path / "ready"
-    process = multiprocessing.get_context("spawn").Process(
-        target=_child, args=(pg_schema.dsn, str(ready))
+    # Seen through a connection of another process. With 40 calls on one loop, their started
+    # rows are committed together (group commit).
+    check_a_killed_process_keeps_every_started_row(
+        "postgres", pg_schema.dsn, tmp_path, calls, lambda: PostgresRunLedger(pg_schema.dsn)
     )
-    process.start()
-    deadline = time.monotonic() + 60
-    while not ready.exists():
-        assert time.monotonic() < deadline, "the child never started its tool"
-        time.sleep(0.01)
-    assert process.pid is not None
-    os.kill(process.pid, signal.SIGKILL)
-    process.join()
-    assert process.exitcode == -signal.SIGKILL
-    # The tool was running, so dispatch had moved past the started row: it must be there, seen
-    # through a connection of another process.
-    with PostgresRunLedger(pg_schema.dsn) as ledger:
-        rows = ledger.rows()
-    assert [(row.tool_call_id, row.status) for row in rows] == [("c1", "started")]

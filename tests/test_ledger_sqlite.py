@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import multiprocessing
 import os
 import signal
 import sqlite3
-import time
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -15,9 +13,13 @@ from typing import Any
 import pytest
 from tests.support import (
     OpenedConnections,
+    check_a_killed_process_keeps_every_started_row,
     check_appends_from_threads,
+    check_appends_not_awaited_are_written,
+    check_rows_of_concurrent_calls_commit_together,
     check_text_no_column_can_hold_is_stored,
     check_values_json_cannot_write_are_stored,
+    ledger_row,
     not_a_database,
 )
 
@@ -29,7 +31,6 @@ from prism_tools import (
     dispatch_tool_call,
     ledger_sqlite,
 )
-from prism_tools._sqlite import run_together
 from prism_tools.ledger_sqlite import SCHEMA_VERSION, SqliteRunLedger
 
 SECRET = "sk-live-ledger-0001"
@@ -148,77 +149,18 @@ def test_a_refused_file_leaves_no_connection_open(
 
 def test_appends_from_many_threads_all_land(tmp_path: Path) -> None:
     with SqliteRunLedger(tmp_path / "ledger.db", synchronous="NORMAL") as ledger:
-        check_appends_from_threads(ledger, _row)
-
-
-def _row(call_id: str) -> Any:
-    from prism_tools.types import ToolCallRecord
-
-    return ToolCallRecord(
-        id=f"row-{call_id}",
-        session_id="s1",
-        run_id="r1",
-        tool_call_id=call_id,
-        name="echo",
-        arguments={},
-        status="started",
-        started_at="2026-01-01T00:00:00.000Z",
-    )
+        check_appends_from_threads(ledger, ledger_row)
 
 
 async def test_rows_of_concurrent_calls_are_committed_together(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    batches: list[int] = []
-
-    def counted(db: sqlite3.Connection, writes: list[Any]) -> list[Any]:
-        batches.append(len(writes))
-        return run_together(db, writes)
-
-    monkeypatch.setattr(ledger_sqlite, "run_together", counted)
-    registry = create_tool_registry([ToolDefinition("echo", execute=echo)])
     with SqliteRunLedger(tmp_path / "ledger.db") as ledger:
-        await asyncio.gather(
-            *(
-                dispatch_tool_call(
-                    ToolCall(f"c{n}", "echo", {"n": n}), registry, context(f"c{n}"), ledger=ledger
-                )
-                for n in range(50)
-            )
-        )
-        rows = ledger.rows()
-    # Fifty started rows in one commit, then fifty finished rows in one commit.
-    assert batches == [50, 50]
-    assert [row.status for row in rows] == ["started"] * 50 + ["finished"] * 50
-    assert [row.tool_call_id for row in rows[:50]] == [f"c{n}" for n in range(50)]
+        await check_rows_of_concurrent_calls_commit_together(ledger, ledger_sqlite, monkeypatch)
 
 
-async def test_an_append_not_awaited_is_still_written_and_read_back_at_once(
-    tmp_path: Path,
-) -> None:
-    path = tmp_path / "ledger.db"
-    with SqliteRunLedger(path) as ledger:
-        pending = ledger.append_tool_call(_row("c1"))
-        assert pending is not None  # the first append on a loop waits for company
-        assert [row.tool_call_id for row in ledger.rows()] == ["c1"]
-        ledger.append_tool_call(_row("c2"))
-        ledger.append_tool_call(_row("c3"))
-        assert len(ledger) == 3
-        ledger.append_tool_call(_row("c4"))
-    # Closing commits what is still queued.
-    with SqliteRunLedger(path) as again:
-        assert [row.tool_call_id for row in again.rows()] == ["c1", "c2", "c3", "c4"]
-
-
-async def test_a_waiter_cancelled_before_the_commit_leaves_its_row_in_it(tmp_path: Path) -> None:
-    with SqliteRunLedger(tmp_path / "ledger.db") as ledger:
-        first = ledger.append_tool_call(_row("c1"))
-        second = ledger.append_tool_call(_row("c2"))
-        assert isinstance(first, asyncio.Future)
-        assert isinstance(second, asyncio.Future)
-        first.cancel()
-        await second
-        assert [row.tool_call_id for row in ledger.rows()] == ["c1", "c2"]
+async def test_appends_not_awaited_or_cancelled_are_still_written(tmp_path: Path) -> None:
+    await check_appends_not_awaited_are_written(lambda: SqliteRunLedger(tmp_path / "ledger.db"))
 
 
 def test_bad_options_and_rows_are_refused(tmp_path: Path) -> None:
@@ -228,56 +170,13 @@ def test_bad_options_and_rows_are_refused(tmp_path: Path) -> None:
         ledger.append_tool_call({"id": "x"})  # type: ignore[arg-type]
 
 
-def mark_ready(ready: str, call_id: str) -> None:
-    with open(ready, "a") as marks:
-        marks.write(f"{call_id}\n")
-
-
-def _child(path: str, ready: str, calls: int) -> None:
-    import asyncio
-
-    async def stuck(args: dict[str, Any], ctx: ToolExecutionContext) -> None:
-        mark_ready(ready, ctx.tool_call_id)
-        await asyncio.sleep(60)
-
-    async def main() -> None:
-        registry = create_tool_registry([ToolDefinition("stuck", execute=stuck)])
-        ledger = SqliteRunLedger(path)
-        await asyncio.gather(
-            *(
-                dispatch_tool_call(
-                    ToolCall(f"c{n}", "stuck", {"x": n}), registry, context(f"c{n}"), ledger=ledger
-                )
-                for n in range(calls)
-            )
-        )
-
-    asyncio.run(main())
-
-
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 @pytest.mark.parametrize("calls", [1, 40])
 def test_a_killed_process_never_loses_a_row_it_moved_past(tmp_path: Path, calls: int) -> None:
     # With 40 calls on one loop, their started rows are committed together (group commit).
     path = tmp_path / "ledger.db"
-    ready = tmp_path / "ready"
-    process = multiprocessing.get_context("spawn").Process(
-        target=_child, args=(str(path), str(ready), calls)
-    )
-    process.start()
-    deadline = time.monotonic() + 60
-    while not ready.exists() or len(ready.read_text().split()) < calls:
-        assert time.monotonic() < deadline, "the child never started its tools"
-        time.sleep(0.01)
-    assert process.pid is not None
-    os.kill(process.pid, signal.SIGKILL)
-    process.join()
-    assert process.exitcode == -signal.SIGKILL
-    # Each tool was running, so dispatch had moved past its started row: it must be there.
-    with SqliteRunLedger(path) as ledger:
-        rows = ledger.rows()
-    assert sorted((row.tool_call_id, row.status) for row in rows) == sorted(
-        (call_id, "started") for call_id in ready.read_text().split()
+    check_a_killed_process_keeps_every_started_row(
+        "sqlite", str(path), tmp_path, calls, lambda: SqliteRunLedger(path)
     )
 
 
@@ -289,7 +188,7 @@ async def test_the_ledger_and_the_effect_store_share_one_file(tmp_path: Path) ->
     with SqliteRunLedger(path) as ledger, SqliteToolEffectStore(path) as store:
         cutoff = "2020-01-01T00:00:00.000Z"
         assert await store.cleanup(ownership=Ownership("t1"), before=cutoff) == 0
-        ledger.append_tool_call(_row("c1"))
+        ledger.append_tool_call(ledger_row("c1"))
     with closing(sqlite3.connect(path)) as db:
         components = dict(db.execute("SELECT component, version FROM prism_schema_version"))
     assert set(components) == {"ledger", "tool_effects"}
@@ -300,7 +199,7 @@ async def test_the_ledger_and_the_effect_store_share_one_file(tmp_path: Path) ->
 def _open_together(path: str, barrier: Any, number: int) -> None:
     barrier.wait()
     with SqliteRunLedger(path) as ledger:
-        ledger.append_tool_call(_row(f"p{number}"))
+        ledger.append_tool_call(ledger_row(f"p{number}"))
     os._exit(0)
 
 

@@ -11,9 +11,11 @@ needs it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
+
+from prism_tools._group_commit import Write, WriteOutcome
 
 if TYPE_CHECKING:
     import psycopg
@@ -134,4 +136,48 @@ class PostgresConnections:
                 self._conn.close()
 
 
-__all__ = ["SCHEMA_LOCK_SQL", "ConnectionPoolLike", "PostgresConnections", "import_psycopg"]
+def run_together(
+    connections: PostgresConnections,
+    writes: Sequence[Write],
+    write_batch: Callable[[psycopg.Connection[Any]], list[WriteOutcome]] | None = None,
+) -> list[WriteOutcome]:
+    """Run ``writes`` on the component's own connection, which the caller holds
+    (``hold_if_free``): several in one transaction (one flush of the server's WAL), one alone.
+    ``write_batch(conn)``, when given, writes them all inside that transaction (say in one
+    pipeline of statements) instead of one after the other.
+
+    A transaction cut off from the server may or may not have been committed: every write in it
+    fails and none is run again. One that was rolled back wrote nothing: each write then runs
+    alone for its own outcome.
+    """
+    if len(writes) > 1:
+        with connections.connection() as conn:
+            try:
+                with conn.transaction():
+                    written: list[WriteOutcome] = (
+                        [write() for write in writes] if write_batch is None else write_batch(conn)
+                    )
+            except Exception as err:
+                if conn.closed or conn.broken:
+                    return [err] * len(writes)
+            else:
+                return written
+    return [run_alone(write) for write in writes]
+
+
+def run_alone(write: Write) -> WriteOutcome:
+    """One write's outcome: what it returned, or the error it raised."""
+    try:
+        return write()
+    except Exception as err:
+        return err
+
+
+__all__ = [
+    "SCHEMA_LOCK_SQL",
+    "ConnectionPoolLike",
+    "PostgresConnections",
+    "import_psycopg",
+    "run_alone",
+    "run_together",
+]

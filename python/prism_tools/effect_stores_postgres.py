@@ -51,7 +51,12 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from prism_tools._group_commit import GroupCommit, Write, WriteOutcome
-from prism_tools._postgres import SCHEMA_LOCK_SQL, ConnectionPoolLike, PostgresConnections
+from prism_tools._postgres import (
+    SCHEMA_LOCK_SQL,
+    ConnectionPoolLike,
+    PostgresConnections,
+    run_together,
+)
 from prism_tools.effects import (
     ERR_TOOL_EFFECT_CONFLICT,
     ERR_TOOL_EFFECT_LIMIT,
@@ -238,25 +243,7 @@ class PostgresToolEffectStore(BaseToolEffectStore):
         if not self._db.hold_if_free():
             return None
         try:
-            if len(writes) > 1:
-                with self._connection() as conn:
-                    try:
-                        with conn.transaction():
-                            written: list[WriteOutcome] = [write() for write in writes]
-                    except Exception as err:
-                        if conn.closed or conn.broken:
-                            # Cut off: the commit may or may not have happened. Never retried.
-                            return [err] * len(writes)
-                        # The transaction was rolled back: each write gets its own outcome.
-                    else:
-                        return written
-            outcomes: list[WriteOutcome] = []
-            for write in writes:
-                try:
-                    outcomes.append(write())
-                except Exception as err:
-                    outcomes.append(err)
-            return outcomes
+            return run_together(self._db, writes)
         finally:
             self._db.release()
 

@@ -1,8 +1,10 @@
 """``PostgresRunLedger``: the audit ledger in PostgreSQL, shared by processes and machines.
 
-The same contract as ``SqliteRunLedger``: each ``append_tool_call`` is committed before it
-returns (one autocommit ``INSERT``), and dispatch waits for the append before it moves past the
-row, so a crash of the process never loses a row that dispatch had moved past. How far a commit
+The same contract as ``SqliteRunLedger``: each row is committed before its append is done, and
+dispatch waits for the append before it moves past the row, so a crash of the process never
+loses a row that dispatch had moved past. On the ledger's own connection, rows that concurrent
+calls on one event loop append in one turn of the loop are committed together (one transaction,
+one flush of the server's WAL; see ``_group_commit``). How far a commit
 survives a crash of the server is the server's ``synchronous_commit`` and ``fsync`` setting.
 Rows arrive already redacted when dispatch has secrets or a redactor.
 
@@ -12,11 +14,20 @@ when a ledger is made, never by ``import prism_tools``.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from prism_tools import _json
-from prism_tools._postgres import SCHEMA_LOCK_SQL, ConnectionPoolLike, PostgresConnections
+from prism_tools._group_commit import GroupCommit, Write, WriteOutcome
+from prism_tools._postgres import (
+    SCHEMA_LOCK_SQL,
+    ConnectionPoolLike,
+    PostgresConnections,
+    run_alone,
+    run_together,
+)
 from prism_tools.ledger import row_columns, row_filter
 from prism_tools.ledger_sqlite import record_from_dict
 from prism_tools.types import ToolCallRecord
@@ -49,6 +60,12 @@ _SCHEMA: Final = (
     "CREATE INDEX IF NOT EXISTS prism_tool_calls_call ON prism_tool_calls (tool_call_id, seq)",
 )
 
+_INSERT: Final = (
+    "INSERT INTO prism_tool_calls (row_id, session_id, run_id, tool_call_id, name, status, row)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s::json)"
+)
+_Row = tuple[str, str, str, str, str, str, str]
+
 # How many of the ledger's tables the current schema (the first one on search_path) holds.
 _TABLES_PRESENT_SQL: Final = (
     "SELECT current_schema(), count(*) FROM pg_catalog.pg_tables"
@@ -57,8 +74,22 @@ _TABLES_PRESENT_SQL: Final = (
 )
 
 
+class _RowInsert:
+    """A queued row: run alone (GroupCommit's ``Write``), or read by the batch that inserts it."""
+
+    __slots__ = ("ledger", "row")
+
+    def __init__(self, ledger: PostgresRunLedger, row: _Row) -> None:
+        self.ledger = ledger
+        self.row = row
+
+    def __call__(self) -> bool:
+        return self.ledger._insert(self.row)
+
+
 class PostgresRunLedger:
-    """Ledger rows in PostgreSQL, committed one by one, queryable by session, run and call.
+    """Ledger rows in PostgreSQL, each committed before its append is done, queryable by
+    session, run and call.
 
     ``source`` is a connection string (the ledger opens and owns one connection, and reopens it
     before the next operation if it was lost), an open ``psycopg.Connection`` in autocommit mode
@@ -71,6 +102,7 @@ class PostgresRunLedger:
 
     def __init__(self, source: str | psycopg.Connection[Any] | ConnectionPoolLike, /) -> None:
         self._db = PostgresConnections(source, "PostgresRunLedger")
+        self._group = GroupCommit(self._commit_rows, self._write_alone)
         try:
             self._create_schema()
         except BaseException:
@@ -111,18 +143,50 @@ class PostgresRunLedger:
                     f"version {version}; this version of prism-tools reads up to {SCHEMA_VERSION}"
                 )
 
-    def append_tool_call(self, record: ToolCallRecord) -> None:
-        """Stores one row; it is committed when this returns."""
+    def append_tool_call(self, record: ToolCallRecord) -> Awaitable[None] | None:
+        """Stores one row, as ``SqliteRunLedger.append_tool_call`` does: committed when this
+        returns outside an event loop or for a lone caller (``None``); inside a loop, queued for
+        the commit of the rows of concurrent calls, and the awaitable returned finishes after it
+        (the row is written even if the awaitable is never awaited or its waiter is cancelled).
+        """
         if not isinstance(record, ToolCallRecord):
             raise TypeError(f"ledger rows must be ToolCallRecord, got {type(record).__name__}")
-        row = _json.dumps_lenient(record.to_dict()).decode("utf-8")
+        row: _Row = (*row_columns(record), _json.dumps_lenient(record.to_dict()).decode("utf-8"))
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None or self._group.goes_alone(loop):
+            self._insert(row)
+            return None
+        # Shielded: a waiter cancelled before the commit must not take its row out of it.
+        return asyncio.shield(self._group.enqueue(loop, _RowInsert(self, row)))
+
+    def _insert(self, row: _Row) -> bool:
         with self._connection() as conn:
-            conn.execute(
-                "INSERT INTO prism_tool_calls"
-                " (row_id, session_id, run_id, tool_call_id, name, status, row)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s::json)",
-                (*row_columns(record), row),
-            )
+            conn.execute(_INSERT, row)
+        return True
+
+    def _commit_rows(self, writes: list[Write]) -> list[WriteOutcome]:
+        if not self._db.hold_if_free():
+            # A pool, or the connection busy in another thread: each row on its own, as a lone
+            # append would be written.
+            return [run_alone(write) for write in writes]
+        rows = [cast(_RowInsert, write).row for write in writes]
+
+        def insert_all(conn: psycopg.Connection[Any]) -> list[WriteOutcome]:
+            # One pipeline of statements: a round trip to the server for the batch, not a row.
+            conn.cursor().executemany(_INSERT, rows)
+            return [True] * len(rows)
+
+        try:
+            return run_together(self._db, writes, insert_all)
+        finally:
+            self._db.release()
+
+    async def _write_alone(self, write: Write) -> bool:
+        # GroupCommit's way to run one write; the ledger's appends never ask for it.
+        return write()
 
     def rows(
         self,
@@ -133,6 +197,7 @@ class PostgresRunLedger:
     ) -> list[ToolCallRecord]:
         """Rows matching every given id, oldest first."""
         where, values = row_filter("%s", session_id, run_id, tool_call_id)
+        self._group.flush()  # a read right after an append finds the row
         with self._connection() as conn:
             found = conn.execute(
                 f"SELECT row::text FROM prism_tool_calls{where} ORDER BY seq", values
@@ -145,12 +210,15 @@ class PostgresRunLedger:
         return self.rows()
 
     def __len__(self) -> int:
+        self._group.flush()
         with self._connection() as conn:
             (count,) = _one(conn.execute("SELECT count(*) FROM prism_tool_calls").fetchone())
         return int(count)
 
     def close(self) -> None:
-        """Closes the connection the ledger opened; a borrowed connection or pool stays open."""
+        """Commits what this thread's event loop has queued, then closes the connection the
+        ledger opened; a borrowed connection or pool stays open."""
+        self._group.flush()
         self._db.close()
 
     def __enter__(self) -> PostgresRunLedger:

@@ -145,11 +145,6 @@ class SqliteRunLedger:
         with self._lock:
             return write()
 
-    def _flush(self) -> None:
-        """Commit the rows this thread's event loop has queued, so a read or ``close`` right
-        after an append (awaited or not) finds the row."""
-        self._group.flush()
-
     def rows(
         self,
         *,
@@ -159,7 +154,7 @@ class SqliteRunLedger:
     ) -> list[ToolCallRecord]:
         """Rows matching every given id, oldest first."""
         where, values = row_filter("?", session_id, run_id, tool_call_id)
-        self._flush()
+        self._group.flush()  # a read right after an append finds the row
         with self._lock:
             found = self._db.execute(
                 f"SELECT row FROM prism_tool_calls{where} ORDER BY seq", values
@@ -172,13 +167,14 @@ class SqliteRunLedger:
         return self.rows()
 
     def __len__(self) -> int:
-        self._flush()
+        self._group.flush()
         with self._lock:
             (count,) = self._db.execute("SELECT COUNT(*) FROM prism_tool_calls").fetchone()
         return int(count)
 
     def close(self) -> None:
-        self._flush()
+        """Commits what this thread's event loop has queued, then closes the connection."""
+        self._group.flush()
         with self._lock:
             self._db.close()
 
