@@ -106,7 +106,7 @@ def check_appends_from_threads(ledger: Any, make_row: Callable[[str], Any]) -> N
         assert mine == [f"{prefix}{number}" for number in range(50)]
 
 
-def ledger_row(call_id: str) -> Any:
+def ledger_row(call_id: str, arguments: Any = None) -> Any:
     """A ``started`` ledger row for ``call_id`` (session ``s1``, run ``r1``)."""
     from prism_tools import ToolCallRecord
 
@@ -116,9 +116,30 @@ def ledger_row(call_id: str) -> Any:
         run_id="r1",
         tool_call_id=call_id,
         name="echo",
-        arguments={},
+        arguments={} if arguments is None else arguments,
         status="started",
         started_at="2026-01-01T00:00:00.000Z",
+    )
+
+
+async def dispatch_at_once(ledger: Any, tool: Any, calls: int) -> None:
+    """``calls`` calls to ``tool`` (ids ``c0``, ``c1``, ..., arguments ``{"n": number}``)
+    dispatched at once on the running loop, with ``ledger``."""
+    import asyncio
+
+    from prism_tools import ToolCall, ToolExecutionContext, create_tool_registry, dispatch_tool_call
+
+    registry = create_tool_registry([tool])
+    await asyncio.gather(
+        *(
+            dispatch_tool_call(
+                ToolCall(f"c{n}", tool.name, {"n": n}),
+                registry,
+                ToolExecutionContext(session_id="s1", run_id="r1", tool_call_id=f"c{n}"),
+                ledger=ledger,
+            )
+            for n in range(calls)
+        )
     )
 
 
@@ -128,14 +149,9 @@ async def check_rows_of_concurrent_calls_commit_together(
     """Fifty calls dispatched at once on one loop: their started rows are one batch for
     ``module.run_together`` (the ledger module's batch runner), their finished rows another,
     and the rows keep the order of the calls."""
-    import asyncio
 
     from prism_tools import (
-        ToolCall,
         ToolDefinition,
-        ToolExecutionContext,
-        create_tool_registry,
-        dispatch_tool_call,
     )
 
     batches: list[int] = []
@@ -146,18 +162,8 @@ async def check_rows_of_concurrent_calls_commit_together(
         return real(db, writes, *how)  # type: ignore[no-any-return]
 
     monkeypatch.setattr(module, "run_together", counted)
-    registry = create_tool_registry([ToolDefinition("echo", execute=lambda args, ctx: args)])
-    await asyncio.gather(
-        *(
-            dispatch_tool_call(
-                ToolCall(f"c{n}", "echo", {"n": n}),
-                registry,
-                ToolExecutionContext(session_id="s1", run_id="r1", tool_call_id=f"c{n}"),
-                ledger=ledger,
-            )
-            for n in range(50)
-        )
-    )
+    echo = ToolDefinition("echo", execute=lambda args, ctx: args)
+    await dispatch_at_once(ledger, echo, 50)
     rows = ledger.rows()
     assert batches == [50, 50]
     assert [row.status for row in rows] == ["started"] * 50 + ["finished"] * 50
@@ -196,11 +202,8 @@ def _stuck_calls(kind: str, target: str, ready: str, calls: int) -> None:
     from prism_tools import (
         PostgresRunLedger,
         SqliteRunLedger,
-        ToolCall,
         ToolDefinition,
         ToolExecutionContext,
-        create_tool_registry,
-        dispatch_tool_call,
     )
 
     def mark(call_id: str) -> None:
@@ -212,19 +215,8 @@ def _stuck_calls(kind: str, target: str, ready: str, calls: int) -> None:
         await asyncio.sleep(60)
 
     async def main() -> None:
-        registry = create_tool_registry([ToolDefinition("stuck", execute=stuck)])
         ledger = SqliteRunLedger(target) if kind == "sqlite" else PostgresRunLedger(target)
-        await asyncio.gather(
-            *(
-                dispatch_tool_call(
-                    ToolCall(f"c{n}", "stuck", {"x": n}),
-                    registry,
-                    ToolExecutionContext(session_id="s1", run_id="r1", tool_call_id=f"c{n}"),
-                    ledger=ledger,
-                )
-                for n in range(calls)
-            )
-        )
+        await dispatch_at_once(ledger, ToolDefinition("stuck", execute=stuck), calls)
 
     asyncio.run(main())
 
@@ -304,6 +296,17 @@ class Unprintable:
         raise RuntimeError(f"cannot print {self.held}")
 
     __repr__ = __str__
+
+
+class UnprintableError(ValueError):
+    """A host exception whose message and ``code`` both raise, quoting what it holds."""
+
+    def __str__(self) -> str:
+        raise RuntimeError(f"cannot print {self.args}")
+
+    @property
+    def code(self) -> str:
+        raise RuntimeError(f"no code for {self.args}")
 
 
 class BrokenToDict:

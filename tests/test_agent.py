@@ -12,7 +12,13 @@ from typing import Any
 import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
-from tests.support import EventLog, Unprintable, odd_result, odd_result_as_stored
+from tests.support import (
+    EventLog,
+    Unprintable,
+    UnprintableError,
+    odd_result,
+    odd_result_as_stored,
+)
 
 import prism_tools
 from prism_tools import (
@@ -1037,11 +1043,7 @@ async def test_unsubscribe_stops_the_events() -> None:
 
 
 async def test_tool_results_and_errors_that_cannot_be_printed_do_not_fail_the_run() -> None:
-    class UnprintableError(Exception):
-        def __str__(self) -> str:
-            raise RuntimeError(f"cannot print {SECRET}")
-
-    odd, boom = Recorder(value=odd_result(SECRET)), Recorder(error=UnprintableError())
+    odd, boom = Recorder(value=odd_result(SECRET)), Recorder(error=UnprintableError(SECRET))
     ledger = InMemoryRunLedger()
     session, provider, log = make_session(
         [calling(call("c1", name="odd"), call("c2", name="boom")), answer()],

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from tests.support import UnprintableError
 
 from prism_tools import (
     AgentRunError,
@@ -191,12 +192,8 @@ async def test_validator_verdicts_in_every_shape() -> None:
 
 
 async def test_a_parser_or_validator_error_that_cannot_be_printed_asks_for_a_revision() -> None:
-    class Unprintable(ValueError):
-        def __str__(self) -> str:
-            raise RuntimeError("cannot print")
-
     def refuse(value: Any) -> Any:
-        raise Unprintable
+        raise UnprintableError(value)
 
     for options in ({**GVR, "parser": refuse}, {**GVR, "validator": refuse}):
         session, provider, _, _ = run_agent(
@@ -205,7 +202,7 @@ async def test_a_parser_or_validator_error_that_cannot_be_printed_asks_for_a_rev
         )
         with pytest.raises(AgentRunError):
             await session.run("write it")
-        assert provider.requests[1].messages[-1].content == "[Unprintable Unprintable]"
+        assert provider.requests[1].messages[-1].content == "[Unprintable UnprintableError]"
 
 
 async def test_a_custom_repairer_writes_the_revision_request() -> None:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from tests.support import EventLog, Unprintable
+from tests.support import EventLog, Unprintable, UnprintableError
 
 from prism_tools import (
     AgentEvent,
@@ -315,17 +315,6 @@ async def test_a_returned_tool_result_is_used_as_is() -> None:
 
     registry = create_tool_registry([ToolDefinition(name="echo", execute=execute)])
     assert await dispatch_tool_call(call(), registry=registry, context=context()) is own
-
-
-class UnprintableError(Exception):
-    """A host exception whose message and ``code`` both raise, quoting what it holds."""
-
-    def __str__(self) -> str:
-        raise RuntimeError(f"cannot print {self.args}")
-
-    @property
-    def code(self) -> str:
-        raise RuntimeError(f"no code for {self.args}")
 
 
 async def test_an_exception_that_cannot_be_printed_still_gives_an_error_result() -> None:

@@ -352,19 +352,15 @@ async def test_a_raising_guard_becomes_a_tripwire_with_its_redacted_error() -> N
 
 
 async def test_a_guard_raising_an_error_that_cannot_be_printed_is_a_tripwire() -> None:
-    class Unprintable(Exception):
-        def __str__(self) -> str:
-            raise RuntimeError("cannot print sk-guard-secret")
-
     def explode(context: GuardrailContext) -> GuardrailDecision:
-        raise Unprintable
+        raise support.UnprintableError("sk-guard-secret")
 
     error, tool, _log, _ledger = await dispatch_expecting_tripwire(
         Guardrails(tool_input=[guardrail("fragile", "tool_input", explode)])
     )
     assert tool.calls == 0
     assert error.record.reason == "guardrail_failed"
-    assert error.record.metadata == {"error": "[Unprintable Unprintable]"}
+    assert error.record.metadata == {"error": "[Unprintable UnprintableError]"}
 
 
 async def test_a_raising_guard_error_text_is_cut_to_4096_bytes() -> None:

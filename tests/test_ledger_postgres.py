@@ -22,6 +22,7 @@ from tests.support import (
     check_rows_of_concurrent_calls_commit_together,
     check_text_no_column_can_hold_is_stored,
     check_values_json_cannot_write_are_stored,
+    ledger_row,
 )
 
 from prism_tools import (
@@ -33,7 +34,6 @@ from prism_tools import (
     ledger_postgres,
 )
 from prism_tools.ledger_postgres import SCHEMA_VERSION, PostgresRunLedger
-from prism_tools.types import ToolCallRecord
 
 SECRET = "sk-live-ledger-0001"
 
@@ -46,19 +46,6 @@ def context(call_id: str, session: str = "s1", run: str = "r1") -> ToolExecution
 
 async def echo(args: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
     return {"echo": args}
-
-
-def _row(call_id: str, arguments: Any = None) -> ToolCallRecord:
-    return ToolCallRecord(
-        id=f"row-{call_id}",
-        session_id="s1",
-        run_id="r1",
-        tool_call_id=call_id,
-        name="echo",
-        arguments={} if arguments is None else arguments,
-        status="started",
-        started_at="2026-01-01T00:00:00.000Z",
-    )
 
 
 def tables_holding(schema: PgSchema, text: str) -> list[str]:
@@ -179,7 +166,7 @@ async def test_appends_not_awaited_or_cancelled_are_still_written(pg_schema: PgS
 @postgres
 def test_appends_from_many_threads_all_land(pg_schema: PgSchema) -> None:
     with PostgresRunLedger(pg_schema.dsn) as ledger:
-        check_appends_from_threads(ledger, _row)
+        check_appends_from_threads(ledger, ledger_row)
 
 
 @postgres
@@ -190,30 +177,30 @@ def test_a_pool_and_a_borrowed_connection_work_and_stay_open(pg_schema: PgSchema
     # Pool connections are not in autocommit mode here: each append must still commit at once.
     with ConnectionPool(pg_schema.dsn, min_size=1, max_size=4, open=True) as pool:
         ledger = PostgresRunLedger(pool)
-        append_from_threads(ledger, _row, prefix="p", per_thread=25)
+        append_from_threads(ledger, ledger_row, prefix="p", per_thread=25)
         assert pg_schema.scalar("SELECT count(*) FROM prism_tool_calls") == 100
         assert len(ledger) == 100
         ledger.close()
         with pytest.raises(RuntimeError, match="closed"):
-            ledger.append_tool_call(_row("late"))
+            ledger.append_tool_call(ledger_row("late"))
         with pool.connection() as conn:
             assert conn.execute("SELECT 1").fetchone() == (1,)
 
     with psycopg.connect(pg_schema.dsn, autocommit=True) as conn:
         with PostgresRunLedger(conn) as borrowed:
-            borrowed.append_tool_call(_row("b1"))
+            borrowed.append_tool_call(ledger_row("b1"))
             assert [row.tool_call_id for row in borrowed.rows(tool_call_id="b1")] == ["b1"]
         assert not conn.closed
         assert pg_schema.scalar("SELECT count(*) FROM prism_tool_calls") == 101
 
 
 @postgres
-def test_a_lost_connection_is_reopened_before_the_next_row(pg_schema: PgSchema) -> None:
+def test_a_lost_connection_is_reopened_before_the_nextledger_row(pg_schema: PgSchema) -> None:
     import psycopg
 
     name = f"prism-ledger-{uuid.uuid4().hex[:12]}"
     ledger = PostgresRunLedger(with_options(pg_schema.dsn, application_name=name))
-    ledger.append_tool_call(_row("before"))
+    ledger.append_tool_call(ledger_row("before"))
     pg_schema.sql.execute(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
         (name,),
@@ -222,8 +209,8 @@ def test_a_lost_connection_is_reopened_before_the_next_row(pg_schema: PgSchema) 
     # The append that meets the dead connection fails: its row may or may not have been
     # committed, so it is never retried behind the caller's back.
     with pytest.raises(psycopg.OperationalError):
-        ledger.append_tool_call(_row("lost"))
-    ledger.append_tool_call(_row("after"))
+        ledger.append_tool_call(ledger_row("lost"))
+    ledger.append_tool_call(ledger_row("after"))
     assert [row.tool_call_id for row in ledger.records] == ["before", "after"]
     ledger.close()
 
@@ -238,7 +225,7 @@ async def test_a_batch_that_meets_a_lost_connection_fails_every_row_in_it(
     with PostgresRunLedger(with_options(pg_schema.dsn, application_name=name)) as ledger:
         # Two appends in one turn: a batch, so the appends below are queued too.
         await asyncio.gather(
-            *(cast(Any, ledger.append_tool_call(_row(call_id))) for call_id in ("b1", "b2"))
+            *(cast(Any, ledger.append_tool_call(ledger_row(call_id))) for call_id in ("b1", "b2"))
         )
         pg_schema.sql.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
@@ -247,10 +234,10 @@ async def test_a_batch_that_meets_a_lost_connection_fails_every_row_in_it(
         wait_until_gone(pg_schema, name)
         # The batch may or may not have been committed when the connection went: every row in
         # it fails, and none is written again behind its caller's back.
-        lost = [ledger.append_tool_call(_row(f"lost{n}")) for n in range(3)]
+        lost = [ledger.append_tool_call(ledger_row(f"lost{n}")) for n in range(3)]
         outcomes = await asyncio.gather(*(cast(Any, row) for row in lost), return_exceptions=True)
         assert all(isinstance(outcome, psycopg.OperationalError) for outcome in outcomes)
-        after = ledger.append_tool_call(_row("after"))
+        after = ledger.append_tool_call(ledger_row("after"))
         if after is not None:
             await after
         assert [row.tool_call_id for row in ledger.records] == ["b1", "b2", "after"]
@@ -287,7 +274,7 @@ def test_connections_racing_to_create_the_schema_all_succeed(pg_schema: PgSchema
 def test_every_string_a_row_can_hold_comes_back(pg_schema: PgSchema) -> None:
     arguments = {"nul": "a\x00b", "emoji": "\U0001f600", "quote": 'it\'s "x"', "big": 2**70}
     with PostgresRunLedger(pg_schema.dsn) as ledger:
-        ledger.append_tool_call(_row("odd", arguments))
+        ledger.append_tool_call(ledger_row("odd", arguments))
         (row,) = ledger.rows()
     assert row.arguments == {**arguments, "big": str(2**70)}
 

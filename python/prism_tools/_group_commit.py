@@ -58,6 +58,16 @@ class GroupCommit:
             return await self._call(fn)
         return bool(outcome)
 
+    def loop_to_queue_on(self) -> asyncio.AbstractEventLoop | None:
+        """The running event loop, when a write made now should wait for its next commit;
+        ``None`` when it should be done at once: outside an event loop, or alone (see
+        ``goes_alone``)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        return None if self.goes_alone(loop) else loop
+
     def goes_alone(self, loop: asyncio.AbstractEventLoop) -> bool:
         """Whether a write made on ``loop`` now should skip the queue: nothing is queued and
         recent commits held one write each (every ``LONE_PROBE``-th write still waits)."""

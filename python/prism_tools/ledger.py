@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable
-from typing import Protocol
+from typing import Protocol, TypeAlias
 
+from prism_tools import _json
 from prism_tools.types import ToolCallRecord
 
 # What a durable ledger's text columns cannot hold: NUL (PostgreSQL text refuses it) and lone
@@ -39,6 +40,17 @@ def row_columns(record: ToolCallRecord) -> tuple[str, str, str, str, str, str]:
         column_text(record.name),
         record.status,
     )
+
+
+StoredRow: TypeAlias = tuple[str, str, str, str, str, str, str]
+"""A durable ledger's row: the indexed columns (``row_columns``) and the row's JSON text."""
+
+
+def stored_row(record: ToolCallRecord) -> StoredRow:
+    """``record`` as a durable ledger stores it; anything else is a ``TypeError``."""
+    if not isinstance(record, ToolCallRecord):
+        raise TypeError(f"ledger rows must be ToolCallRecord, got {type(record).__name__}")
+    return (*row_columns(record), _json.dumps_lenient(record.to_dict()).decode("utf-8"))
 
 
 def row_filter(

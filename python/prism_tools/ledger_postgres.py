@@ -28,7 +28,7 @@ from prism_tools._postgres import (
     run_alone,
     run_together,
 )
-from prism_tools.ledger import row_columns, row_filter
+from prism_tools.ledger import StoredRow, row_filter, stored_row
 from prism_tools.ledger_sqlite import record_from_dict
 from prism_tools.types import ToolCallRecord
 
@@ -64,7 +64,6 @@ _INSERT: Final = (
     "INSERT INTO prism_tool_calls (row_id, session_id, run_id, tool_call_id, name, status, row)"
     " VALUES (%s, %s, %s, %s, %s, %s, %s::json)"
 )
-_Row = tuple[str, str, str, str, str, str, str]
 
 # How many of the ledger's tables the current schema (the first one on search_path) holds.
 _TABLES_PRESENT_SQL: Final = (
@@ -79,7 +78,7 @@ class _RowInsert:
 
     __slots__ = ("ledger", "row")
 
-    def __init__(self, ledger: PostgresRunLedger, row: _Row) -> None:
+    def __init__(self, ledger: PostgresRunLedger, row: StoredRow) -> None:
         self.ledger = ledger
         self.row = row
 
@@ -149,20 +148,15 @@ class PostgresRunLedger:
         the commit of the rows of concurrent calls, and the awaitable returned finishes after it
         (the row is written even if the awaitable is never awaited or its waiter is cancelled).
         """
-        if not isinstance(record, ToolCallRecord):
-            raise TypeError(f"ledger rows must be ToolCallRecord, got {type(record).__name__}")
-        row: _Row = (*row_columns(record), _json.dumps_lenient(record.to_dict()).decode("utf-8"))
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        if loop is None or self._group.goes_alone(loop):
+        row = stored_row(record)
+        loop = self._group.loop_to_queue_on()
+        if loop is None:
             self._insert(row)
             return None
         # Shielded: a waiter cancelled before the commit must not take its row out of it.
         return asyncio.shield(self._group.enqueue(loop, _RowInsert(self, row)))
 
-    def _insert(self, row: _Row) -> bool:
+    def _insert(self, row: StoredRow) -> bool:
         with self._connection() as conn:
             conn.execute(_INSERT, row)
         return True

@@ -23,7 +23,7 @@ from typing import Final, Literal
 from prism_tools import _json
 from prism_tools._group_commit import RUN_ALONE, GroupCommit, Write, WriteOutcome
 from prism_tools._sqlite import connect_prepared, create_versioned_tables, enable_wal, run_together
-from prism_tools.ledger import row_columns, row_filter
+from prism_tools.ledger import StoredRow, row_filter, stored_row
 from prism_tools.types import JSONValue, ToolCallRecord, ToolResult
 
 SCHEMA_VERSION: Final = 1
@@ -60,7 +60,6 @@ _INSERT: Final = (
     "INSERT INTO prism_tool_calls (row_id, session_id, run_id, tool_call_id, name, status, row)"
     " VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
-_Row = tuple[str, str, str, str, str, str, str]
 
 
 class SqliteRunLedger:
@@ -110,14 +109,9 @@ class SqliteRunLedger:
         even if the awaitable is never awaited or its waiter is cancelled); a caller appending
         alone mostly gets its row committed at once, and ``None``.
         """
-        if not isinstance(record, ToolCallRecord):
-            raise TypeError(f"ledger rows must be ToolCallRecord, got {type(record).__name__}")
-        row: _Row = (*row_columns(record), _json.dumps_lenient(record.to_dict()).decode("utf-8"))
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        if loop is None or self._group.goes_alone(loop):
+        row = stored_row(record)
+        loop = self._group.loop_to_queue_on()
+        if loop is None:
             with self._lock:
                 self._insert(row)
             return None
@@ -125,7 +119,7 @@ class SqliteRunLedger:
         # future, not a coroutine, so a caller that never awaits it gets no warning.
         return asyncio.shield(self._group.enqueue(loop, partial(self._insert, row)))
 
-    def _insert(self, row: _Row) -> bool:
+    def _insert(self, row: StoredRow) -> bool:
         self._db.execute(_INSERT, row)
         return True
 
