@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
 import os
 import signal
@@ -161,6 +162,40 @@ async def test_rows_of_concurrent_calls_are_committed_together(
 
 async def test_appends_not_awaited_or_cancelled_are_still_written(tmp_path: Path) -> None:
     await check_appends_not_awaited_are_written(lambda: SqliteRunLedger(tmp_path / "ledger.db"))
+
+
+async def test_a_call_cancelled_while_its_started_row_waits_is_closed_and_never_runs(
+    tmp_path: Path,
+) -> None:
+    ran: list[str] = []
+
+    async def record(args: dict[str, Any], ctx: ToolExecutionContext) -> None:
+        ran.append(ctx.tool_call_id)
+
+    registry = create_tool_registry([ToolDefinition("record", execute=record)])
+    with SqliteRunLedger(tmp_path / "ledger.db") as ledger:
+        tasks = [
+            asyncio.create_task(
+                dispatch_tool_call(
+                    ToolCall(call_id, "record", {}), registry, context(call_id), ledger=ledger
+                )
+            )
+            for call_id in ("gone", "kept")
+        ]
+        await asyncio.sleep(0)  # both started rows are queued for the next commit
+        tasks[0].cancel()
+        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+        rows = ledger.rows()
+    assert isinstance(outcomes[0], asyncio.CancelledError)
+    assert ran == ["kept"]
+    # The queued started row was committed all the same, so the call is closed as cancelled.
+    gone = [
+        (row.status, row.result.error.code if row.result and row.result.error else None)
+        for row in rows
+        if row.tool_call_id == "gone"
+    ]
+    assert gone == [("started", None), ("error", "cancelled")]
+    assert [row.status for row in rows if row.tool_call_id == "kept"] == ["started", "finished"]
 
 
 def test_bad_options_and_rows_are_refused(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ raise; everything else comes back as a ``ToolResult``.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import itertools
 import logging
@@ -98,6 +99,7 @@ _argument_parser = SchemaValidator()
 _NOT_CHECKED = object()  # no validation verdict computed ahead of the validation step
 
 ARGUMENTS_NOT_OBJECT = "Tool arguments must be a JSON object"
+_CANCELLED = ErrorInfo(message="Tool call cancelled", code="cancelled")
 ToolValidator = Callable[[ToolDefinition, dict[str, JSONValue], ToolExecutionContext], Any]
 BeforeExecute = Callable[[ToolCall, ToolDefinition, ToolExecutionContext], Any]
 
@@ -809,7 +811,15 @@ async def dispatch_tool_call(
     if audit is not None:
         pending = audit.lifecycle(call, None)
         if pending is not None:
-            await pending
+            try:
+                await pending
+            except asyncio.CancelledError:
+                # The durable ledgers write a queued row even when its waiter is cancelled: the
+                # started row stands, so close it as a cancelled tool's call is closed.
+                if claim is not None:
+                    await claim.release()
+                await audit.failed(call, _CANCELLED)
+                raise
 
     if claim is not None:
         try:
@@ -832,7 +842,7 @@ async def dispatch_tool_call(
             if claim is not None:
                 await claim.unknown()
             if audit is not None:
-                await audit.failed(call, ErrorInfo(message="Tool call cancelled", code="cancelled"))
+                await audit.failed(call, _CANCELLED)
             raise
         return await _failed(audit, call, claim, error_info(err))
 
