@@ -391,6 +391,45 @@ def test_create_agent_refuses_bad_configuration() -> None:
         create_agent(model=MODEL, provider=provider, tools=[], skills=["math"])  # type: ignore[list-item]
 
 
+@pytest.mark.parametrize(
+    ("option", "wrong", "expected"),
+    [
+        ("validator", 5, "validator must be a function"),
+        ("permission", object(), "permission must be a policy with a check"),
+        ("trust", "yes", "trust must be a policy with a check"),
+        ("middleware", [], "middleware must be a MiddlewareRegistry"),
+        ("redactor", object(), "redactor must be a redactor with a redact"),
+        ("ledger", [], "ledger must be a ledger with an append_tool_call"),
+        ("guardrails", [], "guardrails must be a Guardrails"),
+        ("metadata", [("a", 1)], "metadata must be a mapping"),
+        ("ownership", "tenant-1", "ownership must be an Ownership"),
+        ("identity", "me", "identity must be an AgentIdentity"),
+        ("instructions", 5, "instructions must be a string"),
+        ("effect_store", object(), "effect_store must be a ToolEffectStore"),
+    ],
+)
+def test_an_option_of_the_wrong_kind_is_refused_when_the_agent_is_built(
+    option: str, wrong: Any, expected: str
+) -> None:
+    # Before, most of these failed only at the first call that used them, some mid-run.
+    with pytest.raises(TypeError, match=expected):
+        create_agent(model=MODEL, provider=ScriptedProvider([]), tools=[], **{option: wrong})
+
+
+@pytest.mark.parametrize(
+    ("option", "wrong"),
+    [("validate", "strict"), ("guardrails", []), ("metadata", 5), ("effect_store", object())],
+)
+async def test_a_run_option_of_the_wrong_kind_is_refused_before_the_run(
+    option: str, wrong: Any
+) -> None:
+    session, provider, _ = make_session([answer()])
+    with pytest.raises(TypeError, match=f"{option} must be"):
+        await session.run("go", **{option: wrong})
+    assert provider.requests == []
+    assert session.messages == []
+
+
 def test_the_runtime_is_exported_from_the_package() -> None:
     for name in ("create_agent", "AgentRunError", "Session", "SessionBusyError", "Skill"):
         assert getattr(prism_tools, name) is getattr(prism_tools.agent, name)

@@ -265,6 +265,41 @@ def _merge_guardrails(agent: Guardrails | None, run: Guardrails | None) -> Guard
     )
 
 
+def _has_method(name: str) -> Callable[[Any], bool]:
+    return lambda value: callable(getattr(value, name, None))
+
+
+# What an agent or run option must be, when it is given (None leaves the option off): a test and
+# the words of the TypeError, so a wrong object is refused when the agent is built or the run
+# starts instead of failing at the first call that uses it.
+_OPTION_TYPES: Final[dict[str, tuple[Callable[[Any], bool], str]]] = {
+    "validator": (callable, "a function (tool, args, context)"),
+    "validate": (callable, "a function (tool, args, context)"),
+    "permission": (_has_method("check"), "a policy with a check(request) method"),
+    "trust": (_has_method("check"), "a policy with a check(request) method"),
+    "middleware": (lambda value: isinstance(value, MiddlewareRegistry), "a MiddlewareRegistry"),
+    "redactor": (_has_method("redact"), "a redactor with a redact(value) method"),
+    "ledger": (_has_method("append_tool_call"), "a ledger with an append_tool_call method"),
+    "guardrails": (lambda value: isinstance(value, Guardrails), "a Guardrails"),
+    "metadata": (lambda value: isinstance(value, Mapping), "a mapping"),
+    "ownership": (lambda value: isinstance(value, Ownership), "an Ownership"),
+    "identity": (lambda value: isinstance(value, AgentIdentity), "an AgentIdentity"),
+    "instructions": (lambda value: isinstance(value, str), "a string"),
+    "effect_store": (lambda value: isinstance(value, ToolEffectStore), "a ToolEffectStore"),
+}
+
+
+def check_option_types(**options: Any) -> None:
+    """Refuses, with a ``TypeError`` naming it, the first given option that is not what it must
+    be (see ``_OPTION_TYPES``)."""
+    for name, value in options.items():
+        if value is None:
+            continue
+        test, expected = _OPTION_TYPES[name]
+        if not test(value):
+            raise TypeError(f"{name} must be {expected}, got {type(value).__name__}")
+
+
 class Agent:
     """An agent's configuration. Build with :func:`create_agent`; run through sessions."""
 
@@ -300,6 +335,20 @@ class Agent:
             raise ValueError("model must be a non-empty string")
         if not callable(getattr(provider, "generate", None)):
             raise TypeError("provider must have an async generate(request) method")
+        check_option_types(
+            validator=validator,
+            permission=permission,
+            trust=trust,
+            middleware=middleware,
+            redactor=redactor,
+            ledger=ledger,
+            guardrails=guardrails,
+            metadata=metadata,
+            ownership=ownership,
+            identity=identity,
+            instructions=instructions,
+            effect_store=effect_store,
+        )
         if not isinstance(tools, ToolRegistry):
             tools = list(tools)
             for position, tool in enumerate(tools):
@@ -560,6 +609,9 @@ class Session:
         """
         if isinstance(tool_names, str):
             raise TypeError("tool_names must be a collection of tool names, not a single string")
+        check_option_types(
+            validate=validate, guardrails=guardrails, metadata=metadata, effect_store=effect_store
+        )
         self.agent.check_run_options(
             validate=validate,
             effect_store=effect_store,
@@ -640,6 +692,9 @@ class Session:
         suspension = self.suspension
         if suspension is None:
             raise ApprovalError("Session has no pending tool approvals to resume")
+        check_option_types(
+            validate=validate, guardrails=guardrails, metadata=metadata, effect_store=effect_store
+        )
         self.agent.check_run_options(
             validate=validate,
             effect_store=effect_store,
