@@ -305,6 +305,44 @@ async def test_a_clean_call_is_three_statements_and_no_read(
 
 
 @postgres
+async def test_a_batch_is_one_pipeline_and_racing_claims_in_it_have_one_winner(
+    pg_schema: PgSchema, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipelines: list[int] = []
+    pipelined = PostgresToolEffectStore._pipelined
+
+    def counting(self: PostgresToolEffectStore, writes: list[Any], conn: Any) -> Any:
+        pipelines.append(len(writes))
+        return pipelined(self, writes, conn)
+
+    monkeypatch.setattr(PostgresToolEffectStore, "_pipelined", counting)
+    with PostgresToolEffectStore(pg_schema.dsn) as store:
+        same = make_key("call-same")
+        others = [make_key(f"call-{index}") for index in range(4)]
+        outcomes = await asyncio.gather(
+            *(store.begin(same) for _ in range(4)), *(store.begin(key) for key in others)
+        )
+        # The eight claims went to the server as one pipeline; of the four racing for one key
+        # exactly one won, as when each is its own statement.
+        assert pipelines[0] == 8
+        assert sorted(item.outcome for item in outcomes[:4]) == ["acquired"] + ["existing"] * 3
+        assert [item.outcome for item in outcomes[4:]] == ["acquired"] * 4
+        winner = next(item.record for item in outcomes[:4] if item.outcome == "acquired")
+        assert await store.get(same) == winner
+        # Dispatch's transitions of the four other claims (from the records it holds) are a
+        # pipeline of conditional swaps.
+        pipelines.clear()
+        sent = await asyncio.gather(
+            *(
+                store.mark_dispatched_from(key, item.record)
+                for key, item in zip(others, outcomes[4:], strict=True)
+            )
+        )
+        assert pipelines == [4]
+        assert [(record.status, record.version) for record in sent] == [("dispatched", 2)] * 4
+
+
+@postgres
 async def test_concurrent_writes_share_one_transaction(
     pg_schema: PgSchema, monkeypatch: pytest.MonkeyPatch
 ) -> None:
