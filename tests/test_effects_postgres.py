@@ -24,6 +24,7 @@ from tests.effects_conformance import (
 )
 from tests.pg import PgSchema, with_options
 
+from prism_tools import effect_stores_postgres
 from prism_tools.effect_stores_postgres import (
     COMPONENT,
     SCHEMA_VERSION,
@@ -309,13 +310,13 @@ async def test_a_batch_is_one_pipeline_and_racing_claims_in_it_have_one_winner(
     pg_schema: PgSchema, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pipelines: list[int] = []
-    pipelined = PostgresToolEffectStore._pipelined
+    pipelined = effect_stores_postgres.run_together
 
-    def counting(self: PostgresToolEffectStore, writes: list[Any], conn: Any) -> Any:
+    def counting(connections: Any, writes: list[Any]) -> Any:
         pipelines.append(len(writes))
-        return pipelined(self, writes, conn)
+        return pipelined(connections, writes)
 
-    monkeypatch.setattr(PostgresToolEffectStore, "_pipelined", counting)
+    monkeypatch.setattr(effect_stores_postgres, "run_together", counting)
     with PostgresToolEffectStore(pg_schema.dsn) as store:
         same = make_key("call-same")
         others = [make_key(f"call-{index}") for index in range(4)]

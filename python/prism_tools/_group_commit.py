@@ -1,6 +1,6 @@
 """Group commit: the writes that concurrent calls on one event loop make in one turn of the loop
 are committed together at the start of the next turn, in one transaction with one flush to disk.
-The durable effect stores and the SQLite ledger use it."""
+The durable effect stores and ledgers use it."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ class GroupCommit:
     def __init__(
         self,
         commit_together: Callable[[list[Write]], list[WriteOutcome] | None],
-        call: Callable[[Write], Awaitable[bool]],
+        call: Callable[[Write], Awaitable[bool]] | None = None,
     ) -> None:
         self._commit_together = commit_together
         self._call = call
@@ -50,12 +50,17 @@ class GroupCommit:
         self._lone_writes = 0
 
     async def write(self, fn: Write) -> bool:
+        """Commit ``fn`` with the writes of concurrent calls, or through ``call`` alone (a group
+        made without ``call``, as the ledgers make theirs, queues with ``enqueue`` only)."""
+        call = self._call
+        if call is None:
+            raise RuntimeError("this GroupCommit was made without a call for lone writes")
         loop = asyncio.get_running_loop()
         if self.goes_alone(loop):
-            return await self._call(fn)
+            return await call(fn)
         outcome = await self.enqueue(loop, fn)
         if outcome is RUN_ALONE:
-            return await self._call(fn)
+            return await call(fn)
         return bool(outcome)
 
     def loop_to_queue_on(self) -> asyncio.AbstractEventLoop | None:

@@ -11,7 +11,7 @@ needs it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
@@ -57,6 +57,8 @@ class PostgresConnections:
         self._dsn: str | None = None
         self._conn: psycopg.Connection[Any] | None = None
         self._pool: ConnectionPoolLike | None = None
+        # While run_together plans a batch on a thread: the statements its writes would run.
+        self._planned = threading.local()
         if isinstance(source, str):
             self._dsn = source
             self._conn = pg.connect(source, autocommit=True)
@@ -102,6 +104,30 @@ class PostgresConnections:
                 self._conn = self._pg.connect(self._dsn, autocommit=True)
             yield self._conn
 
+    def write_once(self, sql: str, values: Sequence[Any]) -> bool:
+        """Run one statement and commit it (or, while ``plan`` runs on this thread, only record
+        it); whether it touched exactly one row."""
+        planned: list[tuple[str, Sequence[Any]]] | None = getattr(self._planned, "statements", None)
+        if planned is not None:
+            planned.append((sql, values))
+            return False
+        with self.connection() as conn:
+            return conn.execute(sql, values).rowcount == 1
+
+    def plan(self, writes: Sequence[Write]) -> list[tuple[str, Sequence[Any]]]:
+        """The statement each of ``writes`` runs through ``write_once``, in order, without
+        running any; a ``RuntimeError`` when one runs no statement or two."""
+        statements: list[tuple[str, Sequence[Any]]] = []
+        self._planned.statements = statements
+        try:
+            for count, write in enumerate(writes, 1):
+                write()
+                if len(statements) != count:
+                    raise RuntimeError("a batched write must run exactly one statement")
+        finally:
+            self._planned.statements = None
+        return statements
+
     def hold_if_free(self) -> bool:
         """Take this component's own connection for an operation on the calling thread, if
         that costs no wait: True when the component has a connection of its own (not a pool)
@@ -136,27 +162,26 @@ class PostgresConnections:
                 self._conn.close()
 
 
-def run_together(
-    connections: PostgresConnections,
-    writes: Sequence[Write],
-    write_batch: Callable[[psycopg.Connection[Any]], list[WriteOutcome]] | None = None,
-) -> list[WriteOutcome]:
-    """Run ``writes`` on the component's own connection, which the caller holds
-    (``hold_if_free``): several in one transaction (one flush of the server's WAL), one alone.
-    ``write_batch(conn)``, when given, writes them all inside that transaction (say in one
-    pipeline of statements) instead of one after the other.
+def run_together(connections: PostgresConnections, writes: Sequence[Write]) -> list[WriteOutcome]:
+    """Run ``writes`` (each one ``connections.write_once``) on the component's own connection,
+    which the caller holds (``hold_if_free``): several in one transaction, sent as one pipeline
+    of statements (one round trip and one flush of the server's WAL), one alone.
 
-    A transaction cut off from the server may or may not have been committed: every write in it
-    fails and none is run again. One that was rolled back wrote nothing: each write then runs
-    alone for its own outcome.
+    Each write first only records its statement; then all are sent, and each one's row count is
+    read once the pipeline has synced (inside it psycopg does not know it yet). A write that
+    records no statement or two cannot be matched to its count, and a transaction that was
+    rolled back wrote nothing: either way each write then runs alone for its own outcome. A
+    transaction cut off from the server may or may not have been committed: every write in it
+    fails and none is run again.
     """
     if len(writes) > 1:
         with connections.connection() as conn:
             try:
                 with conn.transaction():
-                    written: list[WriteOutcome] = (
-                        [write() for write in writes] if write_batch is None else write_batch(conn)
-                    )
+                    statements = connections.plan(writes)
+                    with conn.pipeline():
+                        cursors = [conn.execute(sql, values) for sql, values in statements]
+                    written: list[WriteOutcome] = [cursor.rowcount == 1 for cursor in cursors]
             except Exception as err:
                 if conn.closed or conn.broken:
                     return [err] * len(writes)

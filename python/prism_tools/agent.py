@@ -265,8 +265,13 @@ def _merge_guardrails(agent: Guardrails | None, run: Guardrails | None) -> Guard
     )
 
 
+def has_method(value: Any, name: str) -> bool:
+    """Whether ``value`` is given and has a callable attribute ``name``."""
+    return value is not None and callable(getattr(value, name, None))
+
+
 def _has_method(name: str) -> Callable[[Any], bool]:
-    return lambda value: callable(getattr(value, name, None))
+    return lambda value: has_method(value, name)
 
 
 # What an agent or run option must be, when it is given (None leaves the option off): a test and

@@ -46,10 +46,8 @@ a store is made, never by ``import prism_tools``.
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from functools import partial
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from prism_tools._group_commit import GroupCommit, Write, WriteOutcome
@@ -174,8 +172,6 @@ class PostgresToolEffectStore(BaseToolEffectStore):
         super().__init__(now)
         self._db = PostgresConnections(source, "PostgresToolEffectStore")
         self._group = GroupCommit(self._commit_together, self._call)
-        # While a batch is planned on a thread: the statements its writes would run, in order.
-        self._planned = threading.local()
         try:
             self._create_schema()
         except BaseException:
@@ -247,29 +243,9 @@ class PostgresToolEffectStore(BaseToolEffectStore):
         if not self._db.hold_if_free():
             return None
         try:
-            return run_together(self._db, writes, partial(self._pipelined, writes))
+            return run_together(self._db, writes)
         finally:
             self._db.release()
-
-    def _pipelined(self, writes: list[Write], conn: psycopg.Connection[Any]) -> list[WriteOutcome]:
-        """Run ``writes`` as one pipeline of statements (one round trip to the server, not one
-        a write), inside the batch's transaction: each write first only records its statement
-        (``_write_once``), then all are sent, and each one's row count is read once the pipeline
-        has synced (before that psycopg does not know it)."""
-        statements: list[tuple[str, tuple[Any, ...]]] = []
-        self._planned.statements = statements
-        try:
-            for count, write in enumerate(writes, 1):
-                write()
-                if len(statements) != count:
-                    # Rows counts are matched to writes by position: a write that ran no
-                    # statement, or two, cannot be batched (each then runs alone).
-                    raise RuntimeError("a batched write must run exactly one statement")
-        finally:
-            self._planned.statements = None
-        with conn.pipeline():
-            cursors = [conn.execute(sql, values) for sql, values in statements]
-        return [cursor.rowcount == 1 for cursor in cursors]
 
     # storage -------------------------------------------------------------------------------
 
@@ -288,17 +264,11 @@ class PostgresToolEffectStore(BaseToolEffectStore):
     def _write_once(self, sql: str, values: tuple[Any, ...]) -> bool:
         """One conditional statement (committed on its own, or with the batch of
         _commit_together it runs in); whether it wrote a row."""
-        planned = getattr(self._planned, "statements", None)
-        if planned is not None:
-            planned.append((sql, values))  # _pipelined runs it and reads its row count
-            return False
         try:
-            with self._connection() as conn:
-                written = conn.execute(sql, values).rowcount == 1
+            return self._db.write_once(sql, values)
         except self._db.psycopg.errors.SerializationFailure:
             # A pooled connection at REPEATABLE READ or above: another writer got there first.
             return False
-        return written
 
     def _transact(self, slot: Slot, step: Step) -> Any:
         _check_text(slot)

@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Final, cast
+from functools import partial
+from typing import TYPE_CHECKING, Any, Final
 
 from prism_tools import _json
 from prism_tools._group_commit import GroupCommit, Write, WriteOutcome
@@ -73,19 +74,6 @@ _TABLES_PRESENT_SQL: Final = (
 )
 
 
-class _RowInsert:
-    """A queued row: run alone (GroupCommit's ``Write``), or read by the batch that inserts it."""
-
-    __slots__ = ("ledger", "row")
-
-    def __init__(self, ledger: PostgresRunLedger, row: StoredRow) -> None:
-        self.ledger = ledger
-        self.row = row
-
-    def __call__(self) -> bool:
-        return self.ledger._insert(self.row)
-
-
 class PostgresRunLedger:
     """Ledger rows in PostgreSQL, each committed before its append is done, queryable by
     session, run and call.
@@ -101,7 +89,7 @@ class PostgresRunLedger:
 
     def __init__(self, source: str | psycopg.Connection[Any] | ConnectionPoolLike, /) -> None:
         self._db = PostgresConnections(source, "PostgresRunLedger")
-        self._group = GroupCommit(self._commit_rows, self._write_alone)
+        self._group = GroupCommit(self._commit_rows)
         try:
             self._create_schema()
         except BaseException:
@@ -154,33 +142,20 @@ class PostgresRunLedger:
             self._insert(row)
             return None
         # Shielded: a waiter cancelled before the commit must not take its row out of it.
-        return asyncio.shield(self._group.enqueue(loop, _RowInsert(self, row)))
+        return asyncio.shield(self._group.enqueue(loop, partial(self._insert, row)))
 
     def _insert(self, row: StoredRow) -> bool:
-        with self._connection() as conn:
-            conn.execute(_INSERT, row)
-        return True
+        return self._db.write_once(_INSERT, row)
 
     def _commit_rows(self, writes: list[Write]) -> list[WriteOutcome]:
         if not self._db.hold_if_free():
             # A pool, or the connection busy in another thread: each row on its own, as a lone
             # append would be written.
             return [run_alone(write) for write in writes]
-        rows = [cast(_RowInsert, write).row for write in writes]
-
-        def insert_all(conn: psycopg.Connection[Any]) -> list[WriteOutcome]:
-            # One pipeline of statements: a round trip to the server for the batch, not a row.
-            conn.cursor().executemany(_INSERT, rows)
-            return [True] * len(rows)
-
         try:
-            return run_together(self._db, writes, insert_all)
+            return run_together(self._db, writes)
         finally:
             self._db.release()
-
-    async def _write_alone(self, write: Write) -> bool:
-        # GroupCommit's way to run one write; the ledger's appends never ask for it.
-        return write()
 
     def rows(
         self,

@@ -82,7 +82,7 @@ class SqliteRunLedger:
             isolation_level=None,
             timeout=30.0,
         )
-        self._group = GroupCommit(self._commit_rows, self._write_alone)
+        self._group = GroupCommit(self._commit_rows)
 
     def _prepare(self, db: sqlite3.Connection, synchronous: Synchronous) -> None:
         """WAL mode, the commit policy and the tables (created or checked), in one transaction."""
@@ -133,11 +133,6 @@ class SqliteRunLedger:
             sqlite3.OperationalError("database is locked") if outcome is RUN_ALONE else outcome
             for outcome in outcomes
         ]
-
-    async def _write_alone(self, write: Write) -> bool:
-        # GroupCommit's way to run one write; the ledger's appends never ask for it.
-        with self._lock:
-            return write()
 
     def rows(
         self,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from prism_tools.agent import Agent, LoopOptions, Skill
+from prism_tools.agent import Agent, LoopOptions, Skill, has_method
 from prism_tools.checkpoints import CheckpointStore
 from prism_tools.dispatch import ToolValidator
 from prism_tools.effects import ToolEffectStore
@@ -67,10 +67,6 @@ class SecureAgent(Agent):
             raise TypeError(PER_RUN_REFUSED)
 
 
-def _has_method(value: Any, name: str) -> bool:
-    return value is not None and callable(getattr(value, name, None))
-
-
 def _ownership_set(ownership: Any) -> bool:
     if not isinstance(ownership, Ownership):
         return False
@@ -83,7 +79,7 @@ def _strict_validator(validator: Any) -> ToolParameterValidator:
     adapter: ToolArgumentValidator
     if isinstance(validator, ToolParameterValidator):
         adapter = validator.adapter
-    elif _has_method(validator, "validate"):
+    elif has_method(validator, "validate"):
         adapter = validator
     else:
         raise TypeError("Secure agent requires a tool argument validator")
@@ -125,11 +121,11 @@ def create_secure_agent(
     are copied into a registry of the agent's own: registering into the registry passed in
     later does not reach the agent.
     """
-    if not _has_method(redactor, "redact"):
+    if not has_method(redactor, "redact"):
         raise TypeError("Secure agent requires a redactor")
-    if not _has_method(permission, "check"):
+    if not has_method(permission, "check"):
         raise TypeError("Secure agent requires a permission policy")
-    if not _has_method(trust, "check"):
+    if not has_method(trust, "check"):
         raise TypeError("Secure agent requires a trust policy")
     validate = _strict_validator(validator)
     if limits is None or not read_limits(limits):
