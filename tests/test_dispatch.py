@@ -975,3 +975,106 @@ def test_row_stamps_follow_the_clock_across_millisecond_boundaries(
     assert dispatch_module.now_iso() == "2023-11-14T22:13:20.122Z"
     now[0] = 1_700_000_061_000_000_000
     assert dispatch_module.now_iso() == "2023-11-14T22:14:21.000Z"
+
+
+# ------------------------------------------------------------------ arguments of the wrong kind
+
+
+class HasNothing:
+    """A host object with none of the methods any dispatch option needs."""
+
+
+WRONG_ARGUMENTS: list[tuple[str, Any, str]] = [
+    ("call", None, "call must be a ToolCall, got NoneType"),
+    ("call", {"id": "call_1", "name": "echo", "arguments": {}}, "call must be a ToolCall"),
+    ("registry", None, "registry must be a ToolRegistry, got NoneType"),
+    ("registry", [ToolDefinition(name="echo")], "registry must be a ToolRegistry, got list"),
+    ("context", None, "context must be a ToolExecutionContext, got NoneType"),
+    ("context", {"session_id": "s1"}, "context must be a ToolExecutionContext, got dict"),
+    ("middleware", HasNothing(), "middleware must be a MiddlewareRegistry"),
+    ("guardrails", [], "guardrails must be a Guardrails"),
+    ("limit_tracker", HasNothing(), "limit_tracker must be a limit tracker with a charge"),
+    ("validate", 5, "validate must be a function"),
+    ("before_execute", "yes", "before_execute must be a function"),
+    ("trust", HasNothing(), "trust must be a policy with a check"),
+    ("permission", True, "permission must be a policy with a check"),
+    ("identity", "agent-1", "identity must be an AgentIdentity, got str"),
+    ("emit", 5, "emit must be a function that takes an AgentEvent"),
+    ("redactor", HasNothing(), "redactor must be a redactor with a redact"),
+    ("ledger", HasNothing(), "ledger must be a ledger with an append_tool_call"),
+    ("ownership", "tenant-1", "ownership must be an Ownership, got str"),
+    ("secrets", 5, "secrets must be a collection of strings, got int"),
+    ("secrets", ["fine", 7], "secrets must be strings, got int"),
+]
+
+
+@pytest.mark.parametrize(("option", "wrong", "expected"), WRONG_ARGUMENTS)
+async def test_an_argument_of_the_wrong_kind_is_a_type_error_naming_it_before_the_tool_runs(
+    option: str, wrong: Any, expected: str
+) -> None:
+    spy = Spy()
+    recorder, ledger = EventLog(), InMemoryRunLedger()
+    arguments: dict[str, Any] = {
+        "call": call(),
+        "registry": create_tool_registry([ToolDefinition(name="echo", execute=spy)]),
+        "context": context(),
+        # The sinks stay on where they are not the wrong argument: nothing may reach them.
+        "emit": recorder,
+        "ledger": ledger,
+        option: wrong,
+    }
+    if option == "ownership":
+        arguments.pop("emit")  # ownership is read for ledger rows; the sink would run first
+    with pytest.raises(TypeError, match=re.escape(expected)):
+        await dispatch_tool_call(**arguments)
+    assert spy.calls == [], "a call with a wrong argument must never reach execute"
+    assert recorder.events == []
+    assert ledger.records == []
+
+
+async def test_the_redactor_is_checked_even_with_no_sink_or_ledger_to_scrub_for() -> None:
+    # Without events or rows the redactor is first used on the tool's result: too late.
+    spy = Spy()
+    registry = create_tool_registry([ToolDefinition(name="echo", execute=spy)])
+    with pytest.raises(TypeError, match="redactor must be a redactor with a redact"):
+        await dispatch_tool_call(call(), registry, context(), redactor=HasNothing())  # type: ignore[arg-type]
+    assert spy.calls == []
+
+
+async def test_a_wrong_effect_store_is_a_type_error_for_a_tool_with_an_effect() -> None:
+    from prism_tools import AgentIdentity, ToolEffect
+
+    spy = Spy()
+    tool = ToolDefinition(
+        name="echo", execute=spy, effect=ToolEffect("external_mutation", "required")
+    )
+    with pytest.raises(TypeError, match="effect_store must be a ToolEffectStore, got object"):
+        await dispatch_tool_call(
+            call(),
+            create_tool_registry([tool]),
+            context(),
+            identity=AgentIdentity(principal_id="agent-1", tenant_id="t1"),
+            effect_store=object(),  # type: ignore[arg-type]
+        )
+    assert spy.calls == []
+
+
+async def test_errors_raised_by_well_formed_host_code_are_not_renamed() -> None:
+    # Only an argument of the wrong kind turns into the TypeError: an AttributeError raised by
+    # a validator is its refusal, and one raised by a well-formed limit tracker comes out as is.
+    def validator(tool: ToolDefinition, args: dict[str, Any], ctx: Any) -> None:
+        raise AttributeError("no such field: city")
+
+    spy = Spy()
+    result, recorder, ledger = await run(spy, call(), validate=validator)
+    assert result.error is not None
+    assert result.error.message == "no such field: city"
+    assert_blocked_once(spy, recorder, ledger, "validation_failed")
+
+    class BrokenTracker:
+        def charge(self, limit: str) -> None:
+            raise AttributeError("tracker bug")
+
+    with pytest.raises(AttributeError, match="tracker bug"):
+        await run(spy, call(), limit_tracker=BrokenTracker())
+    assert spy.calls == []

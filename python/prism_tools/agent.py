@@ -20,6 +20,7 @@ from typing import Any, Final, Literal
 
 from prism_tools import _json
 from prism_tools._frozen import builder
+from prism_tools._options import check_option_types
 from prism_tools.approval import (
     APPROVAL_REJECTED,
     MAX_PENDING_DECISIONS,
@@ -263,46 +264,6 @@ def _merge_guardrails(agent: Guardrails | None, run: Guardrails | None) -> Guard
         ),
         packs=(*agent.packs, *run.packs),
     )
-
-
-def has_method(value: Any, name: str) -> bool:
-    """Whether ``value`` is given and has a callable attribute ``name``."""
-    return value is not None and callable(getattr(value, name, None))
-
-
-def _has_method(name: str) -> Callable[[Any], bool]:
-    return lambda value: has_method(value, name)
-
-
-# What an agent or run option must be, when it is given (None leaves the option off): a test and
-# the words of the TypeError, so a wrong object is refused when the agent is built or the run
-# starts instead of failing at the first call that uses it.
-_OPTION_TYPES: Final[dict[str, tuple[Callable[[Any], bool], str]]] = {
-    "validator": (callable, "a function (tool, args, context)"),
-    "validate": (callable, "a function (tool, args, context)"),
-    "permission": (_has_method("check"), "a policy with a check(request) method"),
-    "trust": (_has_method("check"), "a policy with a check(request) method"),
-    "middleware": (lambda value: isinstance(value, MiddlewareRegistry), "a MiddlewareRegistry"),
-    "redactor": (_has_method("redact"), "a redactor with a redact(value) method"),
-    "ledger": (_has_method("append_tool_call"), "a ledger with an append_tool_call method"),
-    "guardrails": (lambda value: isinstance(value, Guardrails), "a Guardrails"),
-    "metadata": (lambda value: isinstance(value, Mapping), "a mapping"),
-    "ownership": (lambda value: isinstance(value, Ownership), "an Ownership"),
-    "identity": (lambda value: isinstance(value, AgentIdentity), "an AgentIdentity"),
-    "instructions": (lambda value: isinstance(value, str), "a string"),
-    "effect_store": (lambda value: isinstance(value, ToolEffectStore), "a ToolEffectStore"),
-}
-
-
-def check_option_types(**options: Any) -> None:
-    """Refuses, with a ``TypeError`` naming it, the first given option that is not what it must
-    be (see ``_OPTION_TYPES``)."""
-    for name, value in options.items():
-        if value is None:
-            continue
-        test, expected = _OPTION_TYPES[name]
-        if not test(value):
-            raise TypeError(f"{name} must be {expected}, got {type(value).__name__}")
 
 
 class Agent:

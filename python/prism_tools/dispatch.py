@@ -43,6 +43,7 @@ from prism_tools._core import (
     row_ids,
 )
 from prism_tools._frozen import builder, twin
+from prism_tools._options import check_option_types, has_method
 from prism_tools.effect_dispatch import UNKNOWN_OUTCOME, EffectClaim, prepare_effect
 from prism_tools.effects import ToolEffectStore
 from prism_tools.errors import (
@@ -187,7 +188,12 @@ async def _await_sink(outcome: Awaitable[None], event_type: str) -> None:
         logger.exception("event sink failed on %s", event_type)
 
 
-def _ledger_error(record: ToolCallRecord) -> LedgerWriteError:
+def _ledger_error(record: ToolCallRecord, ledger: Any = None) -> Exception:
+    if ledger is not None and not has_method(ledger, "append_tool_call"):
+        # Not a ledger that refused a row, but no ledger at all: say so.
+        return TypeError(
+            f"ledger must be a ledger with an append_tool_call method, got {type(ledger).__name__}"
+        )
     return LedgerWriteError(
         f"the run ledger refused a {record.status} row for tool call {record.tool_call_id}"
     )
@@ -312,7 +318,7 @@ class _Audit:
         try:
             outcome = ledger.append_tool_call(record)
         except Exception as err:
-            raise _ledger_error(record) from err
+            raise _ledger_error(record, ledger) from err
         if outcome is not None and _isawaitable(outcome):
             return _await_ledger(outcome, record)
         return None
@@ -391,7 +397,7 @@ class _Audit:
         try:
             outcome = self.ledger.append_tool_call(record)  # type: ignore[union-attr]
         except Exception as err:
-            raise _ledger_error(record) from err
+            raise _ledger_error(record, self.ledger) from err
         if outcome is not None and _isawaitable(outcome):
             return _await_ledger(outcome, record)
         return None
@@ -639,260 +645,295 @@ async def dispatch_tool_call(
     limit_tracker: LimitTracker | None = None,
 ) -> ToolResult:
     """Check one tool call and run it if every check passes; see the module doc for the order."""
-    if limit_tracker is not None:
-        limit_tracker.charge("max_tool_calls")
-    audit: _Audit | None = None
-    if emit is not None or ledger is not None or secrets or redactor is not None:
-        if secrets:
-            redactor = effective_redactor(secrets, redactor)
-        # Slot by slot: a constructor call would cost several times as much (see _Audit).
-        audit = _Audit()
-        audit.context = context
-        audit.emit = emit
-        audit.ledger = ledger
-        audit.redactor = redactor
-        audit.tenant = (
-            _NO_TENANT
-            if ownership is None
-            else (ownership.tenant_id, ownership.account_id, ownership.user_id)
-        )
-        audit.t0 = _perf_counter_ns()
-        if ledger is None:
-            audit.started_at = ""
-        else:
-            # now_iso(), inline while the cached stamp is current (most calls).
-            clock = _clock_cache
-            audit.started_at = clock[2] if clock[0] <= _time_ns() < clock[1] else now_iso()
-
-    if middleware is not None and middleware.has("tool_call"):
-        call = await middleware.run("tool_call", call, report=_middleware_reporter(audit))
-
-    if guardrails is not None:
-        verdict = await _guard("tool_input", guardrails, call, call, context, audit)
-        if verdict is not None:
-            return await _block(
-                audit,
-                call,
-                "guardrail_blocked",
-                _guard_error(TOOL_CALL_BLOCKED, verdict),
+    try:
+        if limit_tracker is not None:
+            limit_tracker.charge("max_tool_calls")
+        audit: _Audit | None = None
+        if emit is not None or ledger is not None or secrets or redactor is not None:
+            # Refused before any event or row: a wrong sink or redactor would otherwise fail only
+            # once the tool has run, a wrong ledger after the first event.
+            if (
+                (emit is not None and not callable(emit))
+                or (ledger is not None and not callable(getattr(ledger, "append_tool_call", None)))
+                or (redactor is not None and not has_method(redactor, "redact"))
+            ):
+                check_option_types(emit=emit, ledger=ledger, redactor=redactor)
+            if secrets:
+                redactor = effective_redactor(secrets, redactor)
+            # Slot by slot: a constructor call would cost several times as much (see _Audit).
+            audit = _Audit()
+            audit.context = context
+            audit.emit = emit
+            audit.ledger = ledger
+            audit.redactor = redactor
+            audit.tenant = (
+                _NO_TENANT
+                if ownership is None
+                else (ownership.tenant_id, ownership.account_id, ownership.user_id)
             )
+            audit.t0 = _perf_counter_ns()
+            if ledger is None:
+                audit.started_at = ""
+            else:
+                # now_iso(), inline while the cached stamp is current (most calls).
+                clock = _clock_cache
+                audit.started_at = clock[2] if clock[0] <= _time_ns() < clock[1] else now_iso()
 
-    name = call.name
-    if type(name) is not str:
-        return await _block(audit, call, "unknown_tool", ErrorInfo(message=f"Unknown tool: {name}"))
-    if filter is not None and type(filter) is not ToolFilter:
-        filter = compile_filter(filter)
-    arguments = call.arguments
-    # Lookup, filter and the argument shape in one crossing into the core.
-    slot = registry._names.check_call(name, filter, arguments)
-    early_verdict: Any = _NOT_CHECKED
-    is_object = True
-    if slot < 0:
-        if slot == CHECK_UNKNOWN:
+        if middleware is not None and middleware.has("tool_call"):
+            call = await middleware.run("tool_call", call, report=_middleware_reporter(audit))
+
+        if guardrails is not None:
+            verdict = await _guard("tool_input", guardrails, call, call, context, audit)
+            if verdict is not None:
+                return await _block(
+                    audit,
+                    call,
+                    "guardrail_blocked",
+                    _guard_error(TOOL_CALL_BLOCKED, verdict),
+                )
+
+        name = call.name
+        if type(name) is not str:
             return await _block(
                 audit, call, "unknown_tool", ErrorInfo(message=f"Unknown tool: {name}")
             )
-        if slot == CHECK_DENIED:
-            return await _block(
-                audit, call, "tool_denied", ErrorInfo(message=f"Tool denied: {name}")
-            )
-        slot = CHECK_NOT_OBJECT - slot  # permitted, but the arguments are not a JSON object
-        is_object = False
-    tool = registry._tools[slot]
-    if call.arguments_error is not None:
-        return await _block(audit, call, "invalid_arguments", call.arguments_error)
-    if not is_object:
-        # A dict with a non-string key is not a JSON object either.
-        if type(arguments) is not str and type(arguments) is not bytes:
-            return await _block(
-                audit, call, "invalid_arguments", ErrorInfo(message=ARGUMENTS_NOT_OBJECT)
-            )
-        # Raw argument text, as OpenAI-style providers hand it over: parsed in the core, size
-        # and depth guarded before the parser runs. With the JSON Schema validator, the text is
-        # parsed under its limits and checked in the same crossing; the verdict waits for the
-        # validation step below.
-        try:
-            checked = (
-                validate.parse_checked(tool, arguments)
-                if type(validate) is ToolParameterValidator
-                else None
-            )
-            if checked is None:
-                arguments = _argument_parser.parse(arguments)
-            else:
-                arguments, early_verdict = checked
-        except ArgumentsError as err:
-            refusal = ErrorInfo(message=str(err), code=ArgumentsError.code, name="ArgumentsError")
-            return await _block(audit, call, "invalid_arguments", refusal)
-        call = ToolCall(call.id, name, arguments, None)
-
-    acting = identity if identity is not None else context.identity
-    if (
-        audit is None
-        and context.tool_call_id == call.id
-        and acting is context.identity
-        and context.progress is ignore_progress
-        and context.idempotency_key is None
-    ):
-        run_context = context  # nothing to wrap: the tool sees the caller's context as is
-    else:
-        if audit is None:
-            progress = _progress_reporter(context)
-        else:
-            audit.call = call
-            progress = audit.progress
-        built = _ContextTwin()
-        built.session_id = context.session_id
-        built.run_id = context.run_id
-        built.tool_call_id = call.id
-        built.signal = context.signal
-        built.metadata = context.metadata
-        built.progress = progress
-        built.identity = acting
-        # No idempotency key: a key from the caller is never trusted (dispatch derives its own).
-        built.idempotency_key = None
-        built.__class__ = ToolExecutionContext
-        run_context = built
-
-    if acting is not None or trust is not None or permission is not None:
-        try:
-            await _authorize(name, context, acting, ownership, trust, permission)
-        except Exception as err:
-            return await _block(audit, call, "permission_denied", error_info(err))
-
-    if early_verdict is not _NOT_CHECKED:
-        if early_verdict is not None:
-            return await _block(audit, call, "validation_failed", early_verdict)
-    elif validate is not None:
-        try:
-            outcome = validate(tool, arguments, run_context)
-            if _isawaitable(outcome):
-                outcome = await outcome
-        except Exception as err:
-            return await _block(audit, call, "validation_failed", error_info(err))
-        problem = _validator_error(outcome)
-        if problem is not None:
-            return await _block(audit, call, "validation_failed", problem)
-
-    claim: EffectClaim | None = None
-    if tool.effect is not None:
-        try:
-            prepared = await prepare_effect(
-                tool, call.id, arguments, run_context, acting, ownership, effect_store
-            )
-        except Exception as err:
-            return await _block(audit, call, "execution_denied", error_info(err))
-        if type(prepared) is ToolResult:
-            return prepared  # a completed duplicate: its stored result, no events, no rows
-        if prepared is not None:
-            run_context, claim = cast(tuple[ToolExecutionContext, EffectClaim | None], prepared)
-
-    if before_execute is not None:
-        try:
-            outcome = before_execute(call, tool, run_context)
-            if _isawaitable(outcome):
-                await outcome
-        except Exception as err:
-            if claim is not None:
-                await claim.release()
-            return await _block(audit, call, "execution_denied", error_info(err))
-
-    execute = tool.execute
-    if execute is None:
-        if claim is not None:
-            await claim.release()
-        return await _block(
-            audit,
-            call,
-            "execution_denied",
-            ErrorInfo(message=f"Tool {name} has no execute function bound", code="tool_not_bound"),
-        )
-
-    if audit is not None:
-        pending = audit.lifecycle(call, None)
-        if pending is not None:
+        if filter is not None and type(filter) is not ToolFilter:
+            filter = compile_filter(filter)
+        arguments = call.arguments
+        # Lookup, filter and the argument shape in one crossing into the core.
+        slot = registry._names.check_call(name, filter, arguments)
+        early_verdict: Any = _NOT_CHECKED
+        is_object = True
+        if slot < 0:
+            if slot == CHECK_UNKNOWN:
+                return await _block(
+                    audit, call, "unknown_tool", ErrorInfo(message=f"Unknown tool: {name}")
+                )
+            if slot == CHECK_DENIED:
+                return await _block(
+                    audit, call, "tool_denied", ErrorInfo(message=f"Tool denied: {name}")
+                )
+            slot = CHECK_NOT_OBJECT - slot  # permitted, but the arguments are not a JSON object
+            is_object = False
+        tool = registry._tools[slot]
+        if call.arguments_error is not None:
+            return await _block(audit, call, "invalid_arguments", call.arguments_error)
+        if not is_object:
+            # A dict with a non-string key is not a JSON object either.
+            if type(arguments) is not str and type(arguments) is not bytes:
+                return await _block(
+                    audit, call, "invalid_arguments", ErrorInfo(message=ARGUMENTS_NOT_OBJECT)
+                )
+            # Raw argument text, as OpenAI-style providers hand it over: parsed in the core, size
+            # and depth guarded before the parser runs. With the JSON Schema validator, the text is
+            # parsed under its limits and checked in the same crossing; the verdict waits for the
+            # validation step below.
             try:
-                await pending
-            except asyncio.CancelledError:
-                # The durable ledgers write a queued row even when its waiter is cancelled: the
-                # started row stands, so close it as a cancelled tool's call is closed.
+                checked = (
+                    validate.parse_checked(tool, arguments)
+                    if type(validate) is ToolParameterValidator
+                    else None
+                )
+                if checked is None:
+                    arguments = _argument_parser.parse(arguments)
+                else:
+                    arguments, early_verdict = checked
+            except ArgumentsError as err:
+                refusal = ErrorInfo(
+                    message=str(err), code=ArgumentsError.code, name="ArgumentsError"
+                )
+                return await _block(audit, call, "invalid_arguments", refusal)
+            call = ToolCall(call.id, name, arguments, None)
+
+        acting = identity if identity is not None else context.identity
+        if (
+            audit is None
+            and context.tool_call_id == call.id
+            and acting is context.identity
+            and context.progress is ignore_progress
+            and context.idempotency_key is None
+        ):
+            run_context = context  # nothing to wrap: the tool sees the caller's context as is
+        else:
+            if audit is None:
+                progress = _progress_reporter(context)
+            else:
+                audit.call = call
+                progress = audit.progress
+            built = _ContextTwin()
+            built.session_id = context.session_id
+            built.run_id = context.run_id
+            built.tool_call_id = call.id
+            built.signal = context.signal
+            built.metadata = context.metadata
+            built.progress = progress
+            built.identity = acting
+            # No idempotency key: a key from the caller is never trusted (dispatch derives its own).
+            built.idempotency_key = None
+            built.__class__ = ToolExecutionContext
+            run_context = built
+
+        if acting is not None or trust is not None or permission is not None:
+            try:
+                await _authorize(name, context, acting, ownership, trust, permission)
+            except Exception as err:
+                # A policy of the wrong kind is the host's mistake, not a refusal to report.
+                check_option_types(identity=acting, trust=trust, permission=permission)
+                return await _block(audit, call, "permission_denied", error_info(err))
+
+        if early_verdict is not _NOT_CHECKED:
+            if early_verdict is not None:
+                return await _block(audit, call, "validation_failed", early_verdict)
+        elif validate is not None:
+            try:
+                outcome = validate(tool, arguments, run_context)
+                if _isawaitable(outcome):
+                    outcome = await outcome
+            except Exception as err:
+                check_option_types(validate=validate)
+                return await _block(audit, call, "validation_failed", error_info(err))
+            problem = _validator_error(outcome)
+            if problem is not None:
+                return await _block(audit, call, "validation_failed", problem)
+
+        claim: EffectClaim | None = None
+        if tool.effect is not None:
+            try:
+                prepared = await prepare_effect(
+                    tool, call.id, arguments, run_context, acting, ownership, effect_store
+                )
+            except Exception as err:
+                check_option_types(ownership=ownership, effect_store=effect_store)
+                return await _block(audit, call, "execution_denied", error_info(err))
+            if type(prepared) is ToolResult:
+                return prepared  # a completed duplicate: its stored result, no events, no rows
+            if prepared is not None:
+                run_context, claim = cast(tuple[ToolExecutionContext, EffectClaim | None], prepared)
+
+        if before_execute is not None:
+            try:
+                outcome = before_execute(call, tool, run_context)
+                if _isawaitable(outcome):
+                    await outcome
+            except Exception as err:
+                check_option_types(before_execute=before_execute)
                 if claim is not None:
                     await claim.release()
-                await audit.failed(call, _CANCELLED)
-                raise
+                return await _block(audit, call, "execution_denied", error_info(err))
 
-    if claim is not None:
-        try:
-            await claim.dispatched()
-        except Exception:
-            # Dispatch was attempted: from here on the outcome counts as unknown.
-            return await _unknown_outcome(audit, call, claim)
-
-    try:
-        output = execute(arguments, run_context)
-        if output is not None and (type(output) is CoroutineType or _isawaitable(output)):
-            output = await output
-    except GuardrailTripwire:
-        if claim is not None:
-            await claim.unknown()
-        raise
-    except BaseException as err:
-        if not isinstance(err, Exception):
-            # Cancellation (and interpreter exits) propagate; the audit still records the end.
+        execute = tool.execute
+        if execute is None:
             if claim is not None:
-                await claim.unknown()
-            if audit is not None:
-                await audit.failed(call, _CANCELLED)
-            raise
-        return await _failed(audit, call, claim, error_info(err))
-
-    if type(output) is ToolResult:
-        result = output
-        if result.error is not None and not isinstance(result.error, ErrorInfo):
-            return await _failed(audit, call, claim, _unreadable_error(name, result.error))
-    else:
-        made = _ResultTwin()
-        made.tool_call_id = call.id
-        made.name = name
-        made.value = output
-        made.content = made.error = made.metadata = None
-        made.__class__ = ToolResult
-        result = made
-
-    if middleware is not None and middleware.has("tool_result"):
-        result = await middleware.run("tool_result", result, report=_middleware_reporter(audit))
-        if result.error is not None and not isinstance(result.error, ErrorInfo):
-            return await _failed(audit, call, claim, _unreadable_error(name, result.error))
-    if guardrails is not None:
-        verdict = await _guard("tool_output", guardrails, result, call, context, audit)
-        if verdict is not None:
-            if claim is not None:
-                return await _unknown_outcome(audit, call, claim)
+                await claim.release()
             return await _block(
                 audit,
                 call,
-                "guardrail_blocked",
-                _guard_error(TOOL_RESULT_BLOCKED, verdict),
+                "execution_denied",
+                ErrorInfo(
+                    message=f"Tool {name} has no execute function bound", code="tool_not_bound"
+                ),
             )
 
-    if claim is not None:
-        if result.error is not None:
-            return await _unknown_outcome(audit, call, claim)
         if audit is not None:
-            result = cast(ToolResult, audit.scrub(result))
-        try:
-            result = await claim.complete(result)
-        except Exception:
-            return await _unknown_outcome(audit, call, claim)
+            pending = audit.lifecycle(call, None)
+            if pending is not None:
+                try:
+                    await pending
+                except asyncio.CancelledError:
+                    # The durable ledgers write a queued row even when its waiter is cancelled: the
+                    # started row stands, so close it as a cancelled tool's call is closed.
+                    if claim is not None:
+                        await claim.release()
+                    await audit.failed(call, _CANCELLED)
+                    raise
 
-    if audit is None:
+        if claim is not None:
+            try:
+                await claim.dispatched()
+            except Exception:
+                # Dispatch was attempted: from here on the outcome counts as unknown.
+                return await _unknown_outcome(audit, call, claim)
+
+        try:
+            output = execute(arguments, run_context)
+            if output is not None and (type(output) is CoroutineType or _isawaitable(output)):
+                output = await output
+        except GuardrailTripwire:
+            if claim is not None:
+                await claim.unknown()
+            raise
+        except BaseException as err:
+            if not isinstance(err, Exception):
+                # Cancellation (and interpreter exits) propagate; the audit still records the end.
+                if claim is not None:
+                    await claim.unknown()
+                if audit is not None:
+                    await audit.failed(call, _CANCELLED)
+                raise
+            return await _failed(audit, call, claim, error_info(err))
+
+        if type(output) is ToolResult:
+            result = output
+            if result.error is not None and not isinstance(result.error, ErrorInfo):
+                return await _failed(audit, call, claim, _unreadable_error(name, result.error))
+        else:
+            made = _ResultTwin()
+            made.tool_call_id = call.id
+            made.name = name
+            made.value = output
+            made.content = made.error = made.metadata = None
+            made.__class__ = ToolResult
+            result = made
+
+        if middleware is not None and middleware.has("tool_result"):
+            result = await middleware.run("tool_result", result, report=_middleware_reporter(audit))
+            if result.error is not None and not isinstance(result.error, ErrorInfo):
+                return await _failed(audit, call, claim, _unreadable_error(name, result.error))
+        if guardrails is not None:
+            verdict = await _guard("tool_output", guardrails, result, call, context, audit)
+            if verdict is not None:
+                if claim is not None:
+                    return await _unknown_outcome(audit, call, claim)
+                return await _block(
+                    audit,
+                    call,
+                    "guardrail_blocked",
+                    _guard_error(TOOL_RESULT_BLOCKED, verdict),
+                )
+
+        if claim is not None:
+            if result.error is not None:
+                return await _unknown_outcome(audit, call, claim)
+            if audit is not None:
+                result = cast(ToolResult, audit.scrub(result))
+            try:
+                result = await claim.complete(result)
+            except Exception:
+                return await _unknown_outcome(audit, call, claim)
+
+        if audit is None:
+            return result
+        if redactor is not None:
+            result = redactor.redact(result)
+        pending = audit.lifecycle(call, result)
+        if pending is not None:
+            await pending
         return result
-    if redactor is not None:
-        result = redactor.redact(result)
-    pending = audit.lifecycle(call, result)
-    if pending is not None:
-        await pending
-    return result
+    except AttributeError:
+        # Costs nothing until raised. A host object of the wrong kind shows up here as a
+        # missing attribute; name the argument instead. Anything else is re-raised as it came.
+        check_option_types(
+            call=call,
+            registry=registry,
+            context=context,
+            middleware=middleware,
+            guardrails=guardrails,
+            ownership=ownership,
+            identity=identity,
+            effect_store=effect_store,
+            limit_tracker=limit_tracker,
+        )
+        raise
 
 
 async def _failed(

@@ -39,6 +39,17 @@ class Redactor(Protocol):
     def redact(self, value: T) -> T: ...
 
 
+def _secret_list(secrets: Iterable[str]) -> list[str]:
+    if isinstance(secrets, str):
+        raise TypeError("secrets must be a collection of strings, not a single string")
+    try:
+        return list(secrets)
+    except TypeError:
+        raise TypeError(
+            f"secrets must be a collection of strings, got {type(secrets).__name__}"
+        ) from None
+
+
 class SecretRedactor:
     """Replaces every occurrence of the given secrets inside nested values."""
 
@@ -51,8 +62,6 @@ class SecretRedactor:
         replacement: str = DEFAULT_REPLACEMENT,
         max_depth: int = DEFAULT_MAX_DEPTH,
     ) -> None:
-        if isinstance(secrets, str):
-            raise TypeError("secrets must be a collection of strings, not a single string")
         if (
             not isinstance(max_depth, int)
             or isinstance(max_depth, bool)
@@ -61,7 +70,7 @@ class SecretRedactor:
             raise ValueError(f"max_depth must be an integer from 1 to {MAX_DEPTH_CEILING}")
         if not isinstance(replacement, str):
             raise TypeError("replacement must be a string")
-        self._matcher = SecretMatcher(list(secrets), replacement=replacement)
+        self._matcher = SecretMatcher(_secret_list(secrets), replacement=replacement)
         self.max_depth = max_depth
 
     def __len__(self) -> int:
@@ -204,9 +213,12 @@ def effective_redactor(secrets: Iterable[str] | None, redactor: Redactor | None)
     """The redactor dispatch applies: the host's, plus one for ``secrets`` (compiled once per
     distinct secret tuple and cached)."""
     if secrets:
-        if isinstance(secrets, str):
-            raise TypeError("secrets must be a collection of strings, not a single string")
-        from_secrets = _cached_secret_redactor(tuple(secrets))
+        given = _secret_list(secrets)
+        if all(type(secret) is str for secret in given):
+            from_secrets = _cached_secret_redactor(tuple(given))
+        else:
+            # Not a cache key (a list is not hashable); the core refuses what is not a string.
+            from_secrets = SecretRedactor(given)
         if len(from_secrets):
             return from_secrets if redactor is None else ChainedRedactor((redactor, from_secrets))
     return redactor

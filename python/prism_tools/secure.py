@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from prism_tools.agent import Agent, LoopOptions, Skill, has_method
+from prism_tools._options import has_method
+from prism_tools.agent import Agent, LoopOptions, Skill
 from prism_tools.checkpoints import CheckpointStore
 from prism_tools.dispatch import ToolValidator
 from prism_tools.effects import ToolEffectStore
