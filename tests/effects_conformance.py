@@ -232,6 +232,16 @@ class EffectStoreConformance:
         assert await store.get(key) == done
         assert (await store.begin(key)).record == done
 
+    async def test_a_held_record_of_the_wrong_kind_is_a_type_error(self, store: Any) -> None:
+        key = make_key()
+        claim = (await store.begin(key)).record
+        for wrong in (None, claim.to_dict()):
+            with pytest.raises(TypeError, match="held must be the ToolEffectRecord of the claim"):
+                await store.mark_dispatched_from(key, wrong)
+            with pytest.raises(TypeError, match="held must be the ToolEffectRecord of the claim"):
+                await store.complete_from(key, wrong, result_for(key))
+        assert await store.get(key) == claim  # nothing written
+
     async def test_a_held_claim_matches_the_public_transitions(self, store: Any) -> None:
         # The same call through both paths stores the same records (apart from the tokens).
         held, public = make_key("held"), make_key("public")

@@ -22,6 +22,7 @@ from prism_tools import (
     ToolDefinition,
     ToolExecutionContext,
     UnknownToolError,
+    check_catalog,
     check_schema,
     create_tool_registry,
     dispatch_tool_call,
@@ -1030,3 +1031,30 @@ def test_bfcl_strict_conversion_succeeds_or_points_at_the_cause(
         "a schema with no 'type' accepts any value": 117,
         "an object without 'properties' accepts any keys": 58,
     }
+
+
+@pytest.mark.parametrize(
+    "export",
+    [
+        to_openai_chat,
+        to_openai_responses,
+        to_anthropic,
+        to_gemini,
+        to_mcp,
+        to_plain_catalog,
+        lambda tools: bind_catalog(tools, {}),
+        check_catalog,
+    ],
+)
+def test_what_takes_a_list_of_tools_refuses_anything_else_naming_it(export: Any) -> None:
+    tool = ToolDefinition(name="weather", parameters={"type": "object"})
+    for wrong, expected in [
+        ("weather", "tools must be a collection of ToolDefinition, not a single str"),
+        (tool, "tools must be a collection of ToolDefinition, not a single ToolDefinition"),
+        (5, "tools must be a collection of ToolDefinition, got int"),
+        ([tool, {"name": "x"}], "tools must be ToolDefinitions; item 1 is a dict"),
+    ]:
+        with pytest.raises(TypeError, match=re.escape(expected)):
+            export(wrong)
+    # A registry is a collection of tools too: the same answer as its list.
+    assert export(create_tool_registry([tool])) == export([tool])

@@ -762,6 +762,8 @@ def test_the_original_function_stays_reachable_and_callable() -> None:
     assert original_function(definition)(4) == 8
     with pytest.raises(TypeError, match="was not built by @tool"):
         original_function(ToolDefinition("plain", execute=lambda args, ctx: None))
+    with pytest.raises(TypeError, match="original_function expects a ToolDefinition, got function"):
+        original_function(double)  # type: ignore[arg-type]
 
 
 def test_annotated_types_constraints_become_schema_keywords() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -452,6 +453,34 @@ def test_redact_run_ledger_record_scrubs_every_field_and_marks_it_redacted() -> 
     assert (out.id, out.status, out.started_at) == (record.id, record.status, record.started_at)
     assert record == before, "the input record is untouched"
     assert record.redacted is False
+
+
+def test_redact_run_ledger_record_refuses_a_stranger_for_either_argument() -> None:
+    record = ledger_record_full_of_secrets()
+    with pytest.raises(TypeError, match="record must be a ToolCallRecord, got dict"):
+        redact_run_ledger_record(record.to_dict(), create_secret_redactor([SECRET]))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="redactor must be a redactor with a redact"):
+        redact_run_ledger_record(record, [SECRET])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("secrets", "expected"),
+    [
+        (5, "secrets must be a collection of strings, got int"),
+        ("hunter2", "secrets must be a collection of strings, not a single string"),
+        ([SECRET, 7], "secrets must be strings, got int"),
+        ([[SECRET]], "secrets must be strings, got list"),
+    ],
+)
+def test_secrets_that_are_not_a_collection_of_strings_are_refused_naming_them(
+    secrets: Any, expected: str
+) -> None:
+    from prism_tools.redaction import effective_redactor
+
+    with pytest.raises(TypeError, match=re.escape(expected)):
+        create_secret_redactor(secrets)
+    with pytest.raises(TypeError, match=re.escape(expected)):
+        effective_redactor(secrets, None)
 
 
 def test_redact_run_ledger_record_marks_a_clean_record_redacted_too() -> None:

@@ -1037,6 +1037,8 @@ def test_the_report_is_a_complete_frozen_error_info_on_both_paths() -> None:
     parsed = validator.parse_checked(tool, json.dumps(arguments))
     assert parsed is not None
     assert parsed[0] == arguments
+    with pytest.raises(TypeError, match="parse_checked expects a ToolDefinition, got dict"):
+        validator.parse_checked(tool.to_dict(), json.dumps(arguments))  # type: ignore[arg-type]
     for problem in (from_dict, parsed[1]):
         assert type(problem) is ErrorInfo
         assert problem.code == "invalid_tool_arguments"

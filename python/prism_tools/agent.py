@@ -105,6 +105,7 @@ from prism_tools.types import (
     ToolExecutionContext,
     ToolResult,
     ignore_progress,
+    tool_definitions,
 )
 
 logger = logging.getLogger("prism_tools.agent")
@@ -316,13 +317,7 @@ class Agent:
             effect_store=effect_store,
         )
         if not isinstance(tools, ToolRegistry):
-            tools = list(tools)
-            for position, tool in enumerate(tools):
-                if not isinstance(tool, ToolDefinition):
-                    raise TypeError(
-                        f"tools must be a ToolRegistry or ToolDefinitions; item {position} is a "
-                        f"{type(tool).__name__}"
-                    )
+            tools = tool_definitions(tools)
         self.model = model
         self.provider = provider
         self.tools = tools

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from prism_tools.errors import SchemaGuardError
-from prism_tools.types import ToolDefinition
+from prism_tools.types import ToolDefinition, tool_definitions
 from prism_tools.validation import create_json_schema_adapter
 
 ProblemKind = Literal["invalid_entry", "duplicate_name", "refused_schema", "missing_schema"]
@@ -82,6 +82,7 @@ def check_catalog(
     were dropped while loading (default: the tool's position). ``require_schema`` turns a tool
     with no ``parameters`` into a problem. ``progress(done, total)`` is called as tools are
     checked, for a caller that shows progress."""
+    tools = tool_definitions(tools)
     if indexes is not None and len(indexes) != len(tools):
         raise ValueError("indexes must have one entry per tool")
     positions = list(indexes) if indexes is not None else list(range(len(tools)))

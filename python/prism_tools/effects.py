@@ -1263,6 +1263,10 @@ class BaseToolEffectStore(ABC):
         otherwise: Callable[[], Awaitable[ToolEffectRecord]],
         result_data: dict[str, JSONValue] | None = None,
     ) -> ToolEffectRecord:
+        if type(held) is not ToolEffectRecord and not isinstance(held, ToolEffectRecord):
+            raise TypeError(
+                f"held must be the ToolEffectRecord of the claim, got {type(held).__name__}"
+            )
         token = held.claim_token
         if (
             type(key) is ToolEffectKey

@@ -30,6 +30,7 @@ from prism_tools.types import (
     ToolExecute,
     ToolKind,
     to_plain,
+    tool_definitions,
 )
 
 CatalogFormat: TypeAlias = Literal[
@@ -641,6 +642,7 @@ def bind_catalog(
     """
     if unbound not in ("keep", "drop", "error"):
         raise ValueError(f"unbound must be 'keep', 'drop' or 'error'; got {unbound!r}")
+    tools = tool_definitions(tools)
     names = {tool.name for tool in tools}
     for name in functions:
         if name not in names:
@@ -700,7 +702,7 @@ def to_openai_chat(
     first tool and spot that cannot be made strict."""
     return [
         {"type": "function", "function": _openai_function(tool, strict, index)}
-        for index, tool in enumerate(tools)
+        for index, tool in enumerate(tool_definitions(tools))
     ]
 
 
@@ -711,7 +713,7 @@ def to_openai_responses(
     API treats a missing ``strict`` as "make it strict if possible", so a tool with no stored
     ``strict`` is written with ``"strict": false`` unless ``strict=True`` converts it."""
     out: list[dict[str, JSONValue]] = []
-    for index, tool in enumerate(tools):
+    for index, tool in enumerate(tool_definitions(tools)):
         entry: dict[str, JSONValue] = {"type": "function"}
         entry.update(_openai_function(tool, strict, index))
         entry.setdefault("strict", False)
@@ -723,7 +725,7 @@ def to_anthropic(tools: Sequence[ToolDefinition]) -> list[dict[str, JSONValue]]:
     """Anthropic Messages ``tools`` entries (the provider's mapping plus stored extras such as
     ``cache_control``)."""
     out: list[dict[str, JSONValue]] = []
-    for tool in tools:
+    for tool in tool_definitions(tools):
         entry = anthropic_tool(tool)
         _restore(entry, _extras(tool, "anthropic"))
         out.append(entry)
@@ -738,7 +740,7 @@ def to_gemini(
     OpenAPI-subset ``Schema``; ``json_schema=True`` sends them as ``parameters_json_schema``
     (full JSON Schema) instead. A tool without parameters has no schema key."""
     declarations: list[JSONValue] = []
-    for tool in tools:
+    for tool in tool_definitions(tools):
         declaration: dict[str, JSONValue] = {"name": tool.name}
         if tool.description:
             declaration["description"] = tool.description
@@ -754,7 +756,7 @@ def to_mcp(tools: Sequence[ToolDefinition]) -> list[dict[str, JSONValue]]:
     """MCP ``tools/list`` tools (``{"name", "description", "inputSchema"}`` plus stored extras
     such as ``title`` and ``annotations``); wrap as ``{"tools": ...}`` for a result."""
     out: list[dict[str, JSONValue]] = []
-    for tool in tools:
+    for tool in tool_definitions(tools):
         entry: dict[str, JSONValue] = {"name": tool.name}
         if tool.description:
             entry["description"] = tool.description
@@ -770,7 +772,7 @@ def to_plain_catalog(tools: Sequence[ToolDefinition]) -> list[dict[str, JSONValu
     """Plain entries ``{"name", "description", "parameters"}``, plus ``kind``, ``exclusive``
     and ``metadata`` when set: the one shape that keeps every data field of a definition."""
     out: list[dict[str, JSONValue]] = []
-    for tool in tools:
+    for tool in tool_definitions(tools):
         entry: dict[str, JSONValue] = {"name": tool.name}
         if tool.description:
             entry["description"] = tool.description

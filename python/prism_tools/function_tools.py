@@ -1069,6 +1069,8 @@ def original_function(tool: ToolDefinition) -> ToolFunction:
 
     Raises ``TypeError`` for a tool that was not built from a function.
     """
+    if not isinstance(tool, ToolDefinition):
+        raise TypeError(f"original_function expects a ToolDefinition, got {type(tool).__name__}")
     execute = tool.execute
     function = _ORIGINALS.get(execute) if execute is not None else None
     if function is None:

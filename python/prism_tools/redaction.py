@@ -226,9 +226,17 @@ def effective_redactor(secrets: Iterable[str] | None, redactor: Redactor | None)
 
 def redact_run_ledger_record(record: ToolCallRecord, redactor: Redactor | None) -> ToolCallRecord:
     """The record with every field scrubbed and ``redacted=True``; unchanged without a redactor."""
+    if not isinstance(record, ToolCallRecord):
+        raise TypeError(f"record must be a ToolCallRecord, got {type(record).__name__}")
     if redactor is None:
         return record
-    scrubbed = redactor.redact(record)
+    redact = getattr(redactor, "redact", None)
+    if not callable(redact):
+        raise TypeError(
+            "redactor must be a redactor with a redact(value) method, got "
+            f"{type(redactor).__name__}"
+        )
+    scrubbed = redact(record)
     if not isinstance(scrubbed, ToolCallRecord):
         raise TypeError("a redactor must return a value of the type it was given")
     return dataclasses.replace(scrubbed, redacted=True)

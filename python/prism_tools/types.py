@@ -8,7 +8,7 @@ format has no use for them.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
@@ -358,6 +358,27 @@ class ToolDefinition:
     def to_dict(self) -> dict[str, JSONValue]:
         """The tool's public description (no callable)."""
         return _compact(self, frozenset(("execute", "effect")))
+
+
+def tool_definitions(tools: Iterable[ToolDefinition], what: str = "tools") -> list[ToolDefinition]:
+    """``tools`` as a list; a ``TypeError`` naming ``what`` for anything that is not a collection
+    of ``ToolDefinition`` (a single tool, a string, an item of another kind)."""
+    if isinstance(tools, ToolDefinition | str | bytes):
+        raise TypeError(
+            f"{what} must be a collection of ToolDefinition, not a single {type(tools).__name__}"
+        )
+    try:
+        listed = list(tools)
+    except TypeError:
+        raise TypeError(
+            f"{what} must be a collection of ToolDefinition, got {type(tools).__name__}"
+        ) from None
+    for position, tool in enumerate(listed):
+        if not isinstance(tool, ToolDefinition):
+            raise TypeError(
+                f"{what} must be ToolDefinitions; item {position} is a {type(tool).__name__}"
+            )
+    return listed
 
 
 @fast_init

@@ -280,6 +280,8 @@ class ToolParameterValidator(ToolSchemaCheck):
         (then the caller parses and validates separately). Raises ``ArgumentsError`` for text
         that is not one JSON object within the adapter's limits.
         """
+        if type(tool) is not ToolDefinition and not isinstance(tool, ToolDefinition):
+            raise TypeError(f"parse_checked expects a ToolDefinition, got {type(tool).__name__}")
         adapter = self._adapter
         schema = tool.parameters
         if type(adapter) is not JsonSchemaAdapter or schema is None:
