@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import event, given
+from hypothesis import strategies as st
 from tests.support import EventLog, OpenedConnections, not_a_database
 
 from prism_tools import ToolCall, ToolDefinition, ToolExecutionContext, create_tool_registry
@@ -840,3 +842,91 @@ def test_resume_session_needs_a_store() -> None:
     agent = create_agent(model=MODEL, provider=ScriptedProvider([]), tools=[])
     with pytest.raises(TypeError, match="checkpoints"):
         agent.resume_session("s1")
+
+
+# --- decisions from outside: any shape ----------------------------------------------------------
+
+_JSON_LEAF = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=6))
+_JSON = st.recursive(
+    _JSON_LEAF,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_ACTION = st.one_of(
+    st.sampled_from(["approve", "reject_once", "allow_for_run", "reject_for_run"]),
+    st.text(max_size=8),
+    _JSON,
+)
+_DECISION = st.one_of(
+    _ACTION,
+    st.builds(Decision, st.sampled_from(["approve", "allow_for_run"]), _JSON),
+    _JSON,
+    st.fixed_dictionaries(
+        {"action": _ACTION},
+        optional={"arguments": _JSON, "reason": st.one_of(st.text(max_size=30), _JSON)},
+    ),
+)
+
+
+# Decisions as a host means them, with the arguments and reasons still of any shape.
+_MEANT_DECISION = st.one_of(
+    st.sampled_from(["approve", "reject_once", "allow_for_run", "reject_for_run"]),
+    st.builds(Decision, st.sampled_from(["approve", "allow_for_run"]), _JSON),
+    st.fixed_dictionaries(
+        {"action": st.sampled_from(["reject_once", "reject_for_run"])},
+        optional={"reason": st.one_of(st.text(max_size=30), _JSON)},
+    ),
+)
+
+
+def _action_of(decision: object) -> object:
+    if isinstance(decision, str):
+        return decision
+    if isinstance(decision, dict):
+        return decision.get("action")
+    return decision.action if isinstance(decision, Decision) else None
+
+
+@given(data=st.data())
+async def test_decisions_of_any_shape_run_only_approved_calls_or_are_refused_whole(
+    data: st.DataObject,
+) -> None:
+    # A host's UI hands decisions over from outside the process: whatever their shape, a call
+    # runs only under an approving decision, and decisions that are refused leave the session
+    # suspended exactly as it was, with nothing run.
+    echo = Recorder()
+    session, _, _ = make(
+        [calling(call("c1"), call("c2", text="there")), answer(), answer()], ("echo", echo)
+    )
+    pending = (await session.run("hi")).pending
+    if data.draw(st.booleans()):
+        # One key per pending call, by either of its names: the decisions a host means to give.
+        keys = [
+            data.draw(st.sampled_from([item.approval_id, item.tool_call_id])) for item in pending
+        ]
+        values = _MEANT_DECISION
+    else:
+        names = [item.approval_id for item in pending] + ["c1", "c2"]
+        keys = data.draw(
+            st.lists(st.one_of(st.sampled_from(names), st.text(max_size=6)), max_size=4)
+        )
+        values = _DECISION
+    decisions: Any = {key: data.draw(values) for key in keys}
+    if data.draw(st.booleans()):
+        decisions = data.draw(st.one_of(_JSON, st.just(decisions)))
+    try:
+        await session.resume(decisions)
+    except (ApprovalError, TypeError, ValueError):
+        event("refused")
+        assert echo.calls == [], "refused decisions must not run a call"
+        assert session.pending == pending
+        return
+    event(f"resumed, {len(echo.calls)} ran")
+    assert isinstance(decisions, dict)
+    for item in pending:
+        # A decision names its call by approval id or by tool call id.
+        decision = decisions.get(item.approval_id, decisions.get(item.tool_call_id))
+        if item.tool_call_id in [call_id for call_id, _ in echo.calls]:
+            assert _action_of(decision) in ("approve", "allow_for_run")
