@@ -188,12 +188,7 @@ async def _await_sink(outcome: Awaitable[None], event_type: str) -> None:
         logger.exception("event sink failed on %s", event_type)
 
 
-def _ledger_error(record: ToolCallRecord, ledger: Any = None) -> Exception:
-    if ledger is not None and not has_method(ledger, "append_tool_call"):
-        # Not a ledger that refused a row, but no ledger at all: say so.
-        return TypeError(
-            f"ledger must be a ledger with an append_tool_call method, got {type(ledger).__name__}"
-        )
+def _ledger_error(record: ToolCallRecord) -> LedgerWriteError:
     return LedgerWriteError(
         f"the run ledger refused a {record.status} row for tool call {record.tool_call_id}"
     )
@@ -318,7 +313,7 @@ class _Audit:
         try:
             outcome = ledger.append_tool_call(record)
         except Exception as err:
-            raise _ledger_error(record, ledger) from err
+            raise _ledger_error(record) from err
         if outcome is not None and _isawaitable(outcome):
             return _await_ledger(outcome, record)
         return None
@@ -397,7 +392,7 @@ class _Audit:
         try:
             outcome = self.ledger.append_tool_call(record)  # type: ignore[union-attr]
         except Exception as err:
-            raise _ledger_error(record, self.ledger) from err
+            raise _ledger_error(record) from err
         if outcome is not None and _isawaitable(outcome):
             return _await_ledger(outcome, record)
         return None
