@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import enum
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from tests import support
 
 from prism_tools import (
@@ -789,3 +792,100 @@ def test_rule_pack_names_are_checked() -> None:
         GuardrailRulePack("", [])
     with pytest.raises(ValueError, match=r"GuardrailRulePack\.name"):
         GuardrailRulePack("a/b", [])
+
+
+# --- decisions of any shape -------------------------------------------------------------------
+
+
+class RaisingDecision:
+    """A decision-like object whose every attribute raises: the host's code, failing."""
+
+    @property
+    def action(self) -> str:
+        raise RuntimeError("no action here")
+
+    @property
+    def reason(self) -> str:
+        raise RuntimeError("no reason here")
+
+
+class ActionEnum(enum.StrEnum):
+    ALLOW = "allow"
+    BLOCK = "block"
+
+
+class PosingAsAllow(str):
+    """A str subclass that claims to equal, and hash as, ``"allow"``."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __hash__(self) -> int:
+        return hash("allow")
+
+
+_LEAF = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=8))
+_VALUE = st.recursive(
+    _LEAF,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+_ACTION = st.one_of(
+    st.sampled_from(["allow", "block", "tripwire", "interrupt", "ALLOW", ""]),
+    st.sampled_from([ActionEnum.ALLOW, ActionEnum.BLOCK, PosingAsAllow("zzz")]),
+    _VALUE,
+)
+_ANY_DECISION = st.one_of(
+    st.builds(
+        GuardrailDecision,
+        _ACTION,
+        st.one_of(st.none(), st.text(max_size=20), _VALUE, st.just(support.Unprintable("reason"))),
+        st.one_of(st.none(), _VALUE, st.just({"x": support.Unprintable("metadata")})),
+    ),
+    _VALUE,
+    st.just(RaisingDecision()),
+)
+
+
+def _allows(decision: object) -> bool:
+    return (
+        isinstance(decision, GuardrailDecision)
+        and isinstance(decision.action, str)
+        and str.__str__(decision.action) == "allow"
+    )
+
+
+@given(before=_ANY_DECISION, after=_ANY_DECISION)
+async def test_decisions_of_any_shape_fail_closed_and_never_escape_as_another_error(
+    before: object, after: object
+) -> None:
+    # Whatever a guardrail returns, dispatch gives a result or raises GuardrailTripwire; the
+    # tool runs only under an allowing tool_input decision, and its result is handed back only
+    # under an allowing tool_output decision.
+    tool = CountingTool({"text": "hi"})
+    guardrails = Guardrails(
+        tool_input=[guardrail("before", "tool_input", lambda context: before)],
+        tool_output=[guardrail("after", "tool_output", lambda context: after)],
+    )
+    registry = create_tool_registry([ToolDefinition(name="echo", execute=tool)])
+    log, ledger = EventLog(), InMemoryRunLedger()
+    try:
+        result = await dispatch_tool_call(
+            make_call(),
+            registry,
+            make_context(),
+            guardrails=guardrails,
+            emit=log,
+            ledger=ledger,
+        )
+    except GuardrailTripwire:
+        result = None
+    assert tool.calls == (1 if _allows(before) else 0)
+    if result is not None and result.error is None:
+        assert _allows(before)
+        assert _allows(after)
+        assert result.value == {"text": "hi"}
+    if result is not None and result.error is not None:
+        assert result.metadata == {"blocked_reason": "guardrail_blocked"}

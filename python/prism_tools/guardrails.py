@@ -263,19 +263,30 @@ async def _evaluate_one(
     except Exception as err:
         message = cut_utf8(scrub(error_text(err)), MAX_REASON_BYTES)
         return _record(name, stage, "tripwire", "guardrail_failed", {"error": message}, scrub)
-    action = getattr(decision, "action", None)
-    if not isinstance(decision, GuardrailDecision) and not (
-        isinstance(action, str) and hasattr(decision, "reason")
-    ):
-        return _record(name, stage, "tripwire", "guardrail_invalid_decision", None, scrub)
-    if action not in ACTIONS:
+    try:
+        # Read once, inside the fail-closed net: a decision's attributes are the host's code.
+        action = getattr(decision, "action", None)
+        if isinstance(action, str):
+            # Its characters as a plain str (a str enum gives its value): a subclass cannot
+            # hash or compare as another action.
+            action = str.__str__(action)
+        reason = getattr(decision, "reason", None)
+        metadata = getattr(decision, "metadata", None)
+        well_formed = (
+            isinstance(action, str)
+            and action in ACTIONS
+            and (isinstance(decision, GuardrailDecision) or hasattr(decision, "reason"))
+        )
+    except Exception:
+        well_formed = False
+    if not well_formed:
         return _record(name, stage, "tripwire", "guardrail_invalid_decision", None, scrub)
     return _record(
         name,
         stage,
-        action,
-        getattr(decision, "reason", None),
-        getattr(decision, "metadata", None),
+        action,  # type: ignore[arg-type]
+        reason,
+        metadata,
         scrub,
         pack=guard.pack if isinstance(guard, PackRule) else None,
     )
