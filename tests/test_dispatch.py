@@ -412,6 +412,25 @@ async def test_arguments_error_passes_through_verbatim() -> None:
     assert_blocked_once(spy, recorder, ledger, "invalid_arguments")
 
 
+@pytest.mark.parametrize(
+    ("problem", "message"),
+    [
+        ("the arguments were cut off", "the arguments were cut off"),
+        (42, "Tool arguments could not be read"),
+        ({"message": "cut off"}, "Tool arguments could not be read"),
+    ],
+)
+async def test_an_arguments_error_that_is_not_an_error_info_still_blocks(
+    problem: Any, message: str
+) -> None:
+    # A host that builds its own ToolCall may put text (or worse) there: the call is blocked
+    # all the same, with the text as its message when it is text.
+    spy = Spy()
+    result, recorder, ledger = await run(spy, call(arguments={}, arguments_error=problem))
+    assert result.error == ErrorInfo(message=message, code="invalid_arguments")
+    assert_blocked_once(spy, recorder, ledger, "invalid_arguments")
+
+
 @pytest.mark.parametrize("arguments", [None, [], [1], 3, 2.5, True, {1: "a"}, ("a",), {"a"}])
 async def test_non_object_arguments_are_blocked_before_policy_and_validation(
     arguments: Any,
@@ -489,6 +508,47 @@ async def test_validator_none_or_empty_passes(verdict: str | None) -> None:
     result, _, _ = await run(spy, call(), validate=lambda tool, args, ctx: verdict)
     assert result.error is None
     assert len(spy.calls) == 1
+
+
+class EqualsRaises:
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("== raised")
+
+    __hash__ = object.__hash__
+
+
+class TruthRaises:
+    def __eq__(self, other: object) -> Any:
+        return self
+
+    def __bool__(self) -> bool:
+        raise RuntimeError("bool() raised")
+
+
+class TextPosingAsEmpty(str):
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = str.__hash__
+
+
+@pytest.mark.parametrize("verdict", [EqualsRaises(), TruthRaises(), 0, [], True])
+async def test_a_validator_verdict_of_another_kind_blocks_without_asking_it_anything(
+    verdict: object,
+) -> None:
+    spy = Spy()
+    result, recorder, ledger = await run(spy, call(), validate=lambda tool, args, ctx: verdict)
+    assert result.error == ErrorInfo(message="Tool arguments failed validation")
+    assert_blocked_once(spy, recorder, ledger, "validation_failed")
+
+
+async def test_a_text_verdict_counts_by_its_characters_not_its_own_equality() -> None:
+    spy = Spy()
+    verdict = TextPosingAsEmpty("city is required")
+    result, recorder, ledger = await run(spy, call(), validate=lambda tool, args, ctx: verdict)
+    assert result.error == ErrorInfo(message="city is required")
+    assert type(result.error.message) is str
+    assert_blocked_once(spy, recorder, ledger, "validation_failed")
 
 
 async def test_raising_validator_blocks_instead_of_crashing() -> None:

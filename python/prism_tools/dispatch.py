@@ -605,15 +605,26 @@ async def _authorize(
 
 
 def _validator_error(outcome: Any) -> ErrorInfo | None:
-    if outcome is None or outcome == "":
+    # By type and identity only: the outcome is the host's object, and its own == or bool
+    # may raise or lie.
+    if outcome is None or outcome is False:
         return None
     if isinstance(outcome, ErrorInfo):
         return outcome
     if isinstance(outcome, str):
-        return ErrorInfo(message=outcome)
-    if outcome is False:
-        return None
+        text = str.__str__(outcome)
+        return ErrorInfo(message=text) if text else None
     return ErrorInfo(message="Tool arguments failed validation", details=None)
+
+
+def _arguments_refusal(error: Any) -> ErrorInfo:
+    """``ToolCall.arguments_error`` as the blocked call's error: an ``ErrorInfo`` as is, a string
+    as its message, anything else as a plain refusal."""
+    if isinstance(error, ErrorInfo):
+        return error
+    if isinstance(error, str):
+        return ErrorInfo(message=str.__str__(error), code="invalid_arguments")
+    return ErrorInfo(message="Tool arguments could not be read", code="invalid_arguments")
 
 
 # The options are not keyword-only on purpose: CPython fills missing keyword-only parameters from
@@ -712,7 +723,10 @@ async def dispatch_tool_call(
             is_object = False
         tool = registry._tools[slot]
         if call.arguments_error is not None:
-            return await _block(audit, call, "invalid_arguments", call.arguments_error)
+            refusal = call.arguments_error
+            if type(refusal) is not ErrorInfo:
+                refusal = _arguments_refusal(refusal)
+            return await _block(audit, call, "invalid_arguments", refusal)
         if not is_object:
             # A dict with a non-string key is not a JSON object either.
             if type(arguments) is not str and type(arguments) is not bytes:
