@@ -584,6 +584,42 @@ async def test_a_provider_answering_something_else_fails_the_run() -> None:
     assert session.messages == [Message("user", "go")]
 
 
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({"text": 5}, "ProviderResponse.text must be a string, got int"),
+        ({"tool_calls": ["echo"]}, "must hold ToolCall objects; item 0 is a str"),
+        ({"tool_calls": 5}, "ProviderResponse.tool_calls must be a sequence of ToolCall, got int"),
+        (
+            {"tool_calls": ToolCall("c1", "echo", {})},
+            "ProviderResponse.tool_calls must be a sequence of ToolCall, got ToolCall",
+        ),
+        ({"usage": {"input_tokens": 3}}, "ProviderResponse.usage must be a Usage, got dict"),
+        ({"finish_reason": 5}, "ProviderResponse.finish_reason must be a string or None, got int"),
+    ],
+)
+async def test_a_provider_response_with_a_field_of_the_wrong_kind_fails_the_run_naming_it(
+    fields: dict[str, Any], expected: str
+) -> None:
+    # Refused where the provider builds it: nothing of the turn is kept, and no tool runs.
+    echo = Recorder()
+    session, _, _ = make_session(
+        [lambda request: ProviderResponse(**fields)], [ToolDefinition(name="echo", execute=echo)]
+    )
+    error = await run_failing(session, "go")
+    assert isinstance(error.__cause__, TypeError)
+    assert expected in str(error.__cause__)
+    assert echo.calls == []
+    assert session.messages == [Message("user", "go")]
+
+
+def test_none_in_a_provider_response_stands_for_nothing() -> None:
+    response = ProviderResponse(text=None, tool_calls=None, usage=None)  # type: ignore[arg-type]
+    assert response == ProviderResponse()
+    calls = [ToolCall("c1", "echo", {})]
+    assert ProviderResponse(tool_calls=calls).tool_calls == (ToolCall("c1", "echo", {}),)  # type: ignore[arg-type]
+
+
 async def test_a_scripted_step_may_answer_from_the_request() -> None:
     def reply(request: ProviderRequest) -> ProviderResponse:
         return answer(f"saw {len(request.messages)} messages")

@@ -92,8 +92,42 @@ class ProviderResponse:
     finish_reason: str | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.tool_calls, tuple):
-            object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
+        # A host's own provider builds these: a field of the wrong kind is refused here, where
+        # the provider can be named, rather than dropped or failing later in the loop. None
+        # stands for "nothing" in text, tool_calls and usage, as several SDKs write it.
+        if self.text is None:
+            object.__setattr__(self, "text", "")
+        elif not isinstance(self.text, str):
+            raise TypeError(_wrong_field("text", "a string", self.text))
+        calls = self.tool_calls
+        if calls is None:
+            calls = ()
+        elif not isinstance(calls, tuple):
+            if isinstance(calls, str | bytes | Mapping | ToolCall):
+                raise TypeError(_wrong_field("tool_calls", "a sequence of ToolCall", calls))
+            try:
+                calls = tuple(calls)
+            except TypeError:
+                raise TypeError(
+                    _wrong_field("tool_calls", "a sequence of ToolCall", calls)
+                ) from None
+        for position, call in enumerate(calls):
+            if not isinstance(call, ToolCall):
+                raise TypeError(
+                    "ProviderResponse.tool_calls must hold ToolCall objects; "
+                    f"item {position} is a {type(call).__name__}"
+                )
+        object.__setattr__(self, "tool_calls", calls)
+        if self.usage is None:
+            object.__setattr__(self, "usage", Usage())
+        elif not isinstance(self.usage, Usage):
+            raise TypeError(_wrong_field("usage", "a Usage", self.usage))
+        if self.finish_reason is not None and not isinstance(self.finish_reason, str):
+            raise TypeError(_wrong_field("finish_reason", "a string or None", self.finish_reason))
+
+
+def _wrong_field(name: str, expected: str, value: object) -> str:
+    return f"ProviderResponse.{name} must be {expected}, got {type(value).__name__}"
 
 
 @dataclass(frozen=True, slots=True)
