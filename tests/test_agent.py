@@ -613,6 +613,35 @@ async def test_a_provider_response_with_a_field_of_the_wrong_kind_fails_the_run_
     assert session.messages == [Message("user", "go")]
 
 
+def test_a_provider_response_gives_calls_without_an_id_one_and_refuses_a_shared_id() -> None:
+    # Rows, approvals and effect claims are keyed by call id: two calls under one id would be
+    # taken for one call (an effect's second call answered with the first's stored result).
+    response = ProviderResponse(
+        tool_calls=(
+            ToolCall(None, "echo", {}),  # type: ignore[arg-type]
+            ToolCall("call_0", "echo", {"n": 1}),
+            ToolCall("", "echo", {"n": 2}),
+        )
+    )
+    assert [call.id for call in response.tool_calls] == ["call_0_1", "call_0", "call_2"]
+    assert [call.arguments for call in response.tool_calls] == [{}, {"n": 1}, {"n": 2}]
+    with pytest.raises(ValueError, match="two tool calls in one turn share the id 'a'"):
+        ProviderResponse(tool_calls=(ToolCall("a", "echo", {}), ToolCall("a", "echo", {})))
+    with pytest.raises(TypeError, match="item 1 has an id of type int, not a string"):
+        ProviderResponse(tool_calls=(ToolCall("a", "echo", {}), ToolCall(7, "echo", {})))  # type: ignore[arg-type]
+
+
+async def test_two_calls_a_provider_gave_one_id_fail_the_run_before_either_runs() -> None:
+    echo = Recorder()
+    session, _, _ = make_session(
+        [lambda request: ProviderResponse(tool_calls=(call("same"), call("same")))],
+        [ToolDefinition(name="echo", execute=echo)],
+    )
+    error = await run_failing(session, "go")
+    assert isinstance(error.__cause__, ValueError)
+    assert echo.calls == []
+
+
 def test_none_in_a_provider_response_stands_for_nothing() -> None:
     response = ProviderResponse(text=None, tool_calls=None, usage=None)  # type: ignore[arg-type]
     assert response == ProviderResponse()

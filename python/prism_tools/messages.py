@@ -9,7 +9,7 @@ formats; ``ScriptedProvider`` replays fixed responses for tests and the demo.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from prism_tools._frozen import builder, fast_init
@@ -111,19 +111,58 @@ class ProviderResponse:
                 raise TypeError(
                     _wrong_field("tool_calls", "a sequence of ToolCall", calls)
                 ) from None
-        for position, call in enumerate(calls):
-            if not isinstance(call, ToolCall):
-                raise TypeError(
-                    "ProviderResponse.tool_calls must hold ToolCall objects; "
-                    f"item {position} is a {type(call).__name__}"
-                )
-        object.__setattr__(self, "tool_calls", calls)
+        object.__setattr__(self, "tool_calls", _identified_calls(calls))
         if self.usage is None:
             object.__setattr__(self, "usage", Usage())
         elif not isinstance(self.usage, Usage):
             raise TypeError(_wrong_field("usage", "a Usage", self.usage))
         if self.finish_reason is not None and not isinstance(self.finish_reason, str):
             raise TypeError(_wrong_field("finish_reason", "a string or None", self.finish_reason))
+
+
+def fallback_call_id(position: int, taken: set[str]) -> str:
+    """An id for the call at ``position`` of a turn that came without one: ``call_<position>``,
+    suffixed until no call of the turn has it."""
+    candidate = f"call_{position}"
+    suffix = 0
+    while candidate in taken:
+        suffix += 1
+        candidate = f"call_{position}_{suffix}"
+    return candidate
+
+
+def _identified_calls(calls: tuple[Any, ...]) -> tuple[ToolCall, ...]:
+    """``calls`` checked: every item a ``ToolCall``, ids unique within the turn. A call with no
+    id (None or empty) gets a fallback id, as the provider adapters give one. Rows, approvals and
+    effect claims are keyed by call id, so two calls sharing one would be taken for one call."""
+    taken: set[str] = set()
+    without_id: list[int] = []
+    for position, call in enumerate(calls):
+        if not isinstance(call, ToolCall):
+            raise TypeError(
+                "ProviderResponse.tool_calls must hold ToolCall objects; "
+                f"item {position} is a {type(call).__name__}"
+            )
+        call_id = call.id
+        if call_id is None or (isinstance(call_id, str) and not call_id):
+            without_id.append(position)
+        elif not isinstance(call_id, str):
+            raise TypeError(
+                f"ProviderResponse.tool_calls: item {position} has an id of type "
+                f"{type(call_id).__name__}, not a string"
+            )
+        elif call_id in taken:
+            raise ValueError(f"two tool calls in one turn share the id {call_id!r}")
+        else:
+            taken.add(call_id)
+    if not without_id:
+        return calls
+    identified = list(calls)
+    for position in without_id:
+        call_id = fallback_call_id(position, taken)
+        taken.add(call_id)
+        identified[position] = replace(calls[position], id=call_id)
+    return tuple(identified)
 
 
 def _wrong_field(name: str, expected: str, value: object) -> str:

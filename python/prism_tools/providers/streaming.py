@@ -21,7 +21,13 @@ from typing import Any
 from prism_tools import _json
 from prism_tools._json import LONE_SURROGATE, replace_lone_surrogates, without_lone_surrogates
 from prism_tools.errors import ArgumentsError, PrismError
-from prism_tools.messages import Message, ProviderDelta, ProviderResponse, Usage
+from prism_tools.messages import (
+    Message,
+    ProviderDelta,
+    ProviderResponse,
+    Usage,
+    fallback_call_id,
+)
 from prism_tools.types import ErrorInfo, JSONValue, ToolCall, to_plain
 from prism_tools.validation import LIMITS, parse_tool_arguments
 
@@ -261,7 +267,7 @@ class ToolCallAssembler:
         for position, (slot, name) in enumerate(named):
             call_id = slot.id
             if call_id is None:
-                call_id = _fallback_id(position, taken)
+                call_id = fallback_call_id(position, taken)
                 taken.add(call_id)
             calls.append(self._finish(call_id, name, "".join(slot.pieces)))
         return ProviderResponse(
@@ -286,15 +292,6 @@ class ToolCallAssembler:
                 )
         except ArgumentsError as err:
             return ToolCall(call_id, name, text, arguments_error(err))
-
-
-def _fallback_id(position: int, taken: set[str]) -> str:
-    candidate = f"call_{position}"
-    suffix = 0
-    while candidate in taken:
-        suffix += 1
-        candidate = f"call_{position}_{suffix}"
-    return candidate
 
 
 def arguments_error(err: ArgumentsError) -> ErrorInfo:
