@@ -325,6 +325,20 @@ async def test_run_input_may_be_messages() -> None:
     assert provider.requests[0].messages == (Message("user", "a"), Message("user", "b"))
     with pytest.raises(TypeError, match="item 0 is a int"):
         await session.run([1])  # type: ignore[list-item]
+    # Neither read item by item: bytes would be numbers, a mapping its keys.
+    for wrong, kind in [
+        (None, "NoneType"),
+        (5, "int"),
+        (b"hi", "bytes"),
+        ({"role": "user"}, "dict"),
+    ]:
+        with pytest.raises(TypeError, match=f"a sequence of Messages, got {kind}$"):
+            await session.run(wrong)  # type: ignore[arg-type]
+    assert session.messages == [
+        Message("user", "a"),
+        Message("user", "b"),
+        Message("assistant", "done"),
+    ]
 
 
 async def test_sessions_of_one_agent_keep_separate_transcripts() -> None:

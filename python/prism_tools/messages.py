@@ -265,7 +265,14 @@ def user_messages(value: str | Message | Sequence[Message]) -> tuple[Message, ..
         return (Message("user", value),)
     if isinstance(value, Message):
         return (value,)
-    messages = tuple(value)
+    # Iterable, but not a sequence of messages: bytes would be read as numbers, a mapping as
+    # its keys.
+    if isinstance(value, bytes | bytearray | Mapping):
+        raise TypeError(_not_run_input(value))
+    try:
+        messages = tuple(value)
+    except TypeError:
+        raise TypeError(_not_run_input(value)) from None
     for position, message in enumerate(messages):
         if not isinstance(message, Message):
             raise TypeError(
@@ -273,6 +280,11 @@ def user_messages(value: str | Message | Sequence[Message]) -> tuple[Message, ..
                 f"{type(message).__name__}"
             )
     return messages
+
+
+def _not_run_input(value: object) -> str:
+    kind = type(value).__name__
+    return f"run input must be a string, a Message or a sequence of Messages, got {kind}"
 
 
 __all__ = [
