@@ -183,6 +183,11 @@ def test_option_errors_are_clear() -> None:
         disclose_tools(tools, query=None)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="item 1"):
         disclose_tools([tools[0], "read_file"], query="x")  # type: ignore[list-item]
+    index, state = ToolSearchIndex(tools), ToolActivationState()
+    for wrong in (True, 2.0, "3", 0, 65):
+        # True would pass as 1 and then refuse every call that leaves k out.
+        with pytest.raises(ValueError, match="default_k must be between 1 and 64"):
+            create_search_tools_tool(index, state, default_k=wrong)  # type: ignore[arg-type]
 
 
 async def test_search_tools_returns_inert_lines_and_activates_what_it_found() -> None:

@@ -188,8 +188,12 @@ def create_search_tools_tool(
     indexed ``ToolDefinition``\\ s); without it lines carry the name and matched words only.
     ``allowed``, when given, drops hits outside those names (an index shared with a wider list).
     """
-    if not 1 <= default_k <= SEARCH_MAX_TOP_K:
-        raise ValueError(f"default_k must be between 1 and {SEARCH_MAX_TOP_K}, got {default_k}")
+    if (
+        isinstance(default_k, bool)
+        or not isinstance(default_k, int)
+        or not 1 <= default_k <= SEARCH_MAX_TOP_K
+    ):
+        raise ValueError(f"default_k must be between 1 and {SEARCH_MAX_TOP_K}, got {default_k!r}")
     if descriptions is None:
         texts: Mapping[str, str] = {}
     elif isinstance(descriptions, Mapping):
