@@ -183,6 +183,10 @@ def test_option_errors_are_clear() -> None:
         disclose_tools(tools, query=None)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="item 1"):
         disclose_tools([tools[0], "read_file"], query="x")  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="state must be a ToolActivationState, got list"):
+        disclose_tools(tools, query="x", state=["read_file"])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="not a single str"):
+        disclose_tools("read_file", query="x")  # type: ignore[arg-type]
     index, state = ToolSearchIndex(tools), ToolActivationState()
     for wrong in (True, 2.0, "3", 0, 65):
         # True would pass as 1 and then refuse every call that leaves k out.

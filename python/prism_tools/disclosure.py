@@ -28,7 +28,7 @@ from prism_tools._core import (
     ToolSearchIndex,
 )
 from prism_tools.registry import ToolRegistry
-from prism_tools.types import JSONValue, ToolDefinition, ToolExecutionContext
+from prism_tools.types import JSONValue, ToolDefinition, ToolExecutionContext, tool_definitions
 
 SEARCH_TOOLS_NAME: Final = "search_tools"
 """Name of the generated search tool; disclosure reserves it."""
@@ -247,17 +247,6 @@ class ToolDisclosure:
         return tuple(tool.name for tool in self.tools)
 
 
-def _tool_list(tools: Sequence[ToolDefinition] | ToolRegistry) -> list[ToolDefinition]:
-    listed = tools.list() if isinstance(tools, ToolRegistry) else list(tools)
-    for position, tool in enumerate(listed):
-        if not isinstance(tool, ToolDefinition):
-            raise TypeError(
-                f"disclosure takes ToolDefinitions or a ToolRegistry; item {position} is a "
-                f"{type(tool).__name__}"
-            )
-    return listed
-
-
 def plan_tool_disclosure(
     tools: Sequence[ToolDefinition] | ToolRegistry,
     *,
@@ -269,7 +258,9 @@ def plan_tool_disclosure(
     max_indexed: int | None = None,
 ) -> ToolDisclosure:
     """Chooses the tools one turn shows; see :func:`disclose_tools`, plus the fallback reason."""
-    listed = _tool_list(tools)
+    listed = tool_definitions(tools)
+    if state is not None and not isinstance(state, ToolActivationState):
+        raise TypeError(f"state must be a ToolActivationState, got {type(state).__name__}")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= SEARCH_MAX_TOP_K:
         raise ValueError(f"top_k must be an int between 1 and {SEARCH_MAX_TOP_K}, got {top_k!r}")
     if not isinstance(query, str):
