@@ -420,6 +420,8 @@ def test_create_agent_refuses_bad_configuration() -> None:
         ("identity", "me", "identity must be an AgentIdentity"),
         ("instructions", 5, "instructions must be a string"),
         ("effect_store", object(), "effect_store must be a ToolEffectStore"),
+        ("allow_hidden_tool_calls", "false", "allow_hidden_tool_calls must be True or False"),
+        ("interrupt_before_tool", 1, "interrupt_before_tool must be True or False"),
     ],
 )
 def test_an_option_of_the_wrong_kind_is_refused_when_the_agent_is_built(
@@ -432,7 +434,14 @@ def test_an_option_of_the_wrong_kind_is_refused_when_the_agent_is_built(
 
 @pytest.mark.parametrize(
     ("option", "wrong"),
-    [("validate", "strict"), ("guardrails", []), ("metadata", 5), ("effect_store", object())],
+    [
+        ("validate", "strict"),
+        ("guardrails", []),
+        ("metadata", 5),
+        ("effect_store", object()),
+        ("allow_hidden_tool_calls", "no"),
+        ("interrupt_before_tool", "no"),
+    ],
 )
 async def test_a_run_option_of_the_wrong_kind_is_refused_before_the_run(
     option: str, wrong: Any

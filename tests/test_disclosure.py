@@ -187,6 +187,8 @@ def test_option_errors_are_clear() -> None:
         disclose_tools(tools, query="x", state=["read_file"])  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="not a single str"):
         disclose_tools("read_file", query="x")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="activated must be a collection of tool names"):
+        disclose_tools(tools, query="x", activated="read_file")
     index, state = ToolSearchIndex(tools), ToolActivationState()
     for wrong in (True, 2.0, "3", 0, 65):
         # True would pass as 1 and then refuse every call that leaves k out.

@@ -620,3 +620,20 @@ def test_completed_result_is_a_tool_result() -> None:
         )
     )
     assert isinstance(done.result, ToolResult)
+
+
+def test_a_store_clock_that_cannot_be_called_is_refused_when_built(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="now must be a function that returns a datetime, got str"):
+        InMemoryToolEffectStore(now="2026-01-01T00:00:00Z")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="now must be a function"):
+        SqliteToolEffectStore(tmp_path / "effects.db", now=5)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("wrong", ["3", -1, True, float("nan"), float("inf"), 86_401])
+def test_a_busy_timeout_that_is_not_a_number_of_seconds_is_refused(
+    tmp_path: Path, wrong: Any
+) -> None:
+    # "3" used to become int("3" * 1000) milliseconds; -1 a negative wait.
+    with pytest.raises(ValueError, match="busy_timeout_s must be a number of seconds from 0 to"):
+        SqliteToolEffectStore(tmp_path / "effects.db", busy_timeout_s=wrong)
+    assert not (tmp_path / "effects.db").exists()

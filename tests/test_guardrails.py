@@ -889,3 +889,33 @@ async def test_decisions_of_any_shape_fail_closed_and_never_escape_as_another_er
         assert result.value == {"text": "hi"}
     if result is not None and result.error is not None:
         assert result.metadata == {"blocked_reason": "guardrail_blocked"}
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        (
+            {"tool_input": guardrail("g", "tool_input", decide("allow"))},
+            "tool_input must be a sequence",
+        ),
+        ({"input": "no-secrets"}, "Guardrails.input must be a sequence, got str"),
+        ({"packs": ["pii"]}, "packs must hold GuardrailRulePack objects; item 0 is a str"),
+        ({"max_concurrency": 0}, "max_concurrency must be an integer from 1 to 16, got 0"),
+        ({"max_concurrency": True}, "max_concurrency must be an integer from 1 to 16, got True"),
+        ({"max_concurrency": 2.0}, "max_concurrency must be an integer from 1 to 16, got 2.0"),
+    ],
+)
+def test_guardrails_of_the_wrong_shape_are_refused_when_built(
+    options: dict[str, Any], expected: str
+) -> None:
+    # Before, a string was read as one guardrail per character and a bad concurrency failed
+    # the first dispatch that evaluated the stage.
+    with pytest.raises((TypeError, ValueError), match=expected):
+        Guardrails(**options)
+
+
+def test_guardrails_keep_what_they_are_given_as_tuples() -> None:
+    guard = guardrail("g", "tool_input", decide("allow"))
+    built = Guardrails(tool_input=[guard], packs=iter([GuardrailRulePack("p", [guard])]))
+    assert built.tool_input == (guard,)
+    assert [pack.name for pack in built.packs] == ["p"]

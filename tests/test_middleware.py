@@ -111,6 +111,8 @@ def test_non_callable_middleware_is_rejected() -> None:
 def test_unknown_error_policy_is_rejected() -> None:
     with pytest.raises(ValueError, match="error_policy"):
         MiddlewareRegistry(error_policy="ignore")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="on_error must be a function, got list"):
+        MiddlewareRegistry(on_error=[])  # type: ignore[arg-type]
 
 
 # --- (value, next) chaining --------------------------------------------------------------------

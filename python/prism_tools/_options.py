@@ -55,6 +55,10 @@ _OPTION_TYPES: Final[dict[str, tuple[Callable[[Any], bool], str]]] = {
     "instructions": (_is(str), "a string"),
     "effect_store": (_is(ToolEffectStore), "a ToolEffectStore"),
     "limit_tracker": (_has_method("charge"), "a limit tracker with a charge(limit) method"),
+    # Switches that widen or narrow what runs take True or False only: a truthy stranger such
+    # as the string "false" must not turn one on.
+    "allow_hidden_tool_calls": (_is(bool), "True or False"),
+    "interrupt_before_tool": (_is(bool), "True or False"),
 }
 
 

@@ -315,6 +315,8 @@ class Agent:
             identity=identity,
             instructions=instructions,
             effect_store=effect_store,
+            allow_hidden_tool_calls=allow_hidden_tool_calls,
+            interrupt_before_tool=interrupt_before_tool,
         )
         if not isinstance(tools, ToolRegistry):
             tools = tool_definitions(tools)
@@ -571,7 +573,12 @@ class Session:
         if isinstance(tool_names, str):
             raise TypeError("tool_names must be a collection of tool names, not a single string")
         check_option_types(
-            validate=validate, guardrails=guardrails, metadata=metadata, effect_store=effect_store
+            validate=validate,
+            guardrails=guardrails,
+            metadata=metadata,
+            effect_store=effect_store,
+            allow_hidden_tool_calls=allow_hidden_tool_calls,
+            interrupt_before_tool=interrupt_before_tool,
         )
         self.agent.check_run_options(
             validate=validate,
@@ -654,7 +661,11 @@ class Session:
         if suspension is None:
             raise ApprovalError("Session has no pending tool approvals to resume")
         check_option_types(
-            validate=validate, guardrails=guardrails, metadata=metadata, effect_store=effect_store
+            validate=validate,
+            guardrails=guardrails,
+            metadata=metadata,
+            effect_store=effect_store,
+            allow_hidden_tool_calls=allow_hidden_tool_calls,
         )
         self.agent.check_run_options(
             validate=validate,

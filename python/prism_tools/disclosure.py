@@ -259,6 +259,8 @@ def plan_tool_disclosure(
 ) -> ToolDisclosure:
     """Chooses the tools one turn shows; see :func:`disclose_tools`, plus the fallback reason."""
     listed = tool_definitions(tools)
+    if isinstance(activated, str | bytes):
+        raise TypeError("activated must be a collection of tool names, not a single string")
     if state is not None and not isinstance(state, ToolActivationState):
         raise TypeError(f"state must be a ToolActivationState, got {type(state).__name__}")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= SEARCH_MAX_TOP_K:

@@ -37,6 +37,8 @@ from prism_tools.effects import (
 T = TypeVar("T")
 
 SCHEMA_VERSION: Final = 1
+# SQLite keeps its busy timeout in int milliseconds; a day is far past any wait worth making.
+MAX_BUSY_TIMEOUT_S: Final = 86_400
 
 _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS prism_schema_version ("
@@ -97,6 +99,15 @@ class SqliteToolEffectStore(BaseToolEffectStore):
         *,
         busy_timeout_s: float = 30.0,
     ) -> None:
+        if (
+            isinstance(busy_timeout_s, bool)
+            or not isinstance(busy_timeout_s, int | float)
+            or not 0 <= busy_timeout_s <= MAX_BUSY_TIMEOUT_S
+        ):
+            raise ValueError(
+                f"busy_timeout_s must be a number of seconds from 0 to {MAX_BUSY_TIMEOUT_S}, "
+                f"got {busy_timeout_s!r}"
+            )
         super().__init__(now)
         self._path = os.fspath(path)
         self._busy_timeout_s = busy_timeout_s

@@ -982,6 +982,10 @@ class BaseToolEffectStore(ABC):
     """
 
     def __init__(self, now: Clock | None = None) -> None:
+        if now is not None and not callable(now):
+            raise TypeError(
+                f"now must be a function that returns a datetime, got {type(now).__name__}"
+            )
         self._now: Clock = now or _utc_now
 
     # storage hooks -------------------------------------------------------------------------

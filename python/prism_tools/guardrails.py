@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -174,6 +174,24 @@ class Guardrails:
     max_concurrency: int | None = None
     packs: Sequence[GuardrailRulePack] = ()
 
+    def __post_init__(self) -> None:
+        # Checked when built, so a wrong list fails where it was written, not at some later call.
+        for stage in ("input", "output", "tool_input", "tool_output", "packs"):
+            value = getattr(self, stage)
+            if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+                raise TypeError(
+                    f"Guardrails.{stage} must be a sequence, got {type(value).__name__}"
+                )
+            object.__setattr__(self, stage, tuple(value))
+        for position, pack in enumerate(self.packs):
+            if not isinstance(pack, GuardrailRulePack):
+                raise TypeError(
+                    "Guardrails.packs must hold GuardrailRulePack objects; "
+                    f"item {position} is a {type(pack).__name__}"
+                )
+        if self.max_concurrency is not None:
+            _check_concurrency(self.max_concurrency)
+
     @property
     def concurrency(self) -> int:
         """``max_concurrency``, 1 when unset (a run's unset value keeps the agent's)."""
@@ -184,6 +202,14 @@ class Guardrails:
         if not self.packs:
             return own
         return own + tuple(rule for pack in self.packs for rule in pack.for_stage(stage))
+
+
+def _check_concurrency(value: object) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_CONCURRENCY:
+        raise ValueError(
+            f"Guardrail max_concurrency must be an integer from 1 to {MAX_CONCURRENCY}, "
+            f"got {value!r}"
+        )
 
 
 def blocked_message(plain: str, record: GuardrailRecord) -> str:
@@ -303,14 +329,7 @@ async def evaluate_guardrails(
     """Evaluate one stage; returns the kept records (declaration order) and the terminal one."""
     if not guards:
         return [], None
-    if (
-        not isinstance(max_concurrency, int)
-        or isinstance(max_concurrency, bool)
-        or not 1 <= max_concurrency <= MAX_CONCURRENCY
-    ):
-        raise ValueError(
-            f"Guardrail max_concurrency must be an integer from 1 to {MAX_CONCURRENCY}"
-        )
+    _check_concurrency(max_concurrency)
     results: dict[int, GuardrailRecord] = {}
     if max_concurrency == 1:
         for index, guard in enumerate(guards):

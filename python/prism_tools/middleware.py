@@ -52,6 +52,8 @@ class MiddlewareRegistry:
     ) -> None:
         if error_policy not in ("event", "throw"):
             raise ValueError('error_policy must be "event" or "throw"')
+        if on_error is not None and not callable(on_error):
+            raise TypeError(f"on_error must be a function, got {type(on_error).__name__}")
         self.error_policy: ErrorPolicy = error_policy
         self.on_error = on_error
         self._chains: dict[str, list[Middleware]] = {"tool_call": [], "tool_result": []}
