@@ -26,6 +26,19 @@ def any_text(*, min_size: int = 0, max_size: int | None = None) -> st.SearchStra
     return st.lists(any_character, min_size=min_size, max_size=max_size).map("".join)
 
 
+def small_json(*, max_leaves: int = 8) -> st.SearchStrategy[Any]:
+    """Small JSON values of any shape: what a party outside the process may hand over where a
+    decision or a field is expected."""
+    leaf = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=6))
+    return st.recursive(
+        leaf,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)
+        ),
+        max_leaves=max_leaves,
+    )
+
+
 class EventLog:
     """An ``emit`` sink that keeps every event, in order."""
 

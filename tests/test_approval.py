@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
-from tests.support import EventLog, OpenedConnections, not_a_database
+from tests.support import EventLog, OpenedConnections, not_a_database, small_json
 
 from prism_tools import ToolCall, ToolDefinition, ToolExecutionContext, create_tool_registry
 from prism_tools.agent import APPROVAL_REQUIRED, AgentRunError, Session, create_agent
@@ -846,14 +846,7 @@ def test_resume_session_needs_a_store() -> None:
 
 # --- decisions from outside: any shape ----------------------------------------------------------
 
-_JSON_LEAF = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=6))
-_JSON = st.recursive(
-    _JSON_LEAF,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
+_JSON = small_json()
 _ACTION = st.one_of(
     st.sampled_from(["approve", "reject_once", "allow_for_run", "reject_for_run"]),
     st.text(max_size=8),

@@ -824,14 +824,7 @@ class PosingAsAllow(str):
         return hash("allow")
 
 
-_LEAF = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=8))
-_VALUE = st.recursive(
-    _LEAF,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)
-    ),
-    max_leaves=6,
-)
+_VALUE = support.small_json(max_leaves=6)
 _ACTION = st.one_of(
     st.sampled_from(["allow", "block", "tripwire", "interrupt", "ALLOW", ""]),
     st.sampled_from([ActionEnum.ALLOW, ActionEnum.BLOCK, PosingAsAllow("zzz")]),
