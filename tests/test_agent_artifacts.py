@@ -218,6 +218,32 @@ async def test_a_custom_repairer_writes_the_revision_request() -> None:
 
 
 @pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        (None, "got NoneType"),
+        ({"role": "user", "content": "fix it"}, "got dict"),
+        (["fix it"], "item 0 is a str"),
+    ],
+)
+async def test_a_repairer_answer_of_the_wrong_kind_fails_the_run_naming_it(
+    answer: Any, expected: str
+) -> None:
+    session, provider, _, _ = run_agent(
+        [ProviderResponse(text='{"a": 1}'), ProviderResponse(text='{"title": 1}')],
+        {**GVR, "repairer": lambda issues, candidate: answer},
+    )
+    with pytest.raises(AgentRunError) as failed:
+        await session.run("write it")
+    cause = failed.value.__cause__
+    assert isinstance(cause, TypeError)
+    assert "the repairer's answer must be a string, a Message or a sequence of Messages" in str(
+        cause
+    )
+    assert expected in str(cause)
+    assert len(provider.requests) == 1  # no revision was asked for
+
+
+@pytest.mark.parametrize(
     ("loop", "error"),
     [
         ({"strategy": "generate-validate-revise"}, TypeError),

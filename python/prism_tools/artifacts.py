@@ -14,7 +14,7 @@ from typing import Any, Final, TypeAlias
 
 from prism_tools import _json
 from prism_tools.errors import PrismError
-from prism_tools.messages import Message
+from prism_tools.messages import Message, user_messages
 from prism_tools.types import JSONValue
 
 NO_ARTIFACT_TEXT: Final = "no artifact text in model output"
@@ -131,17 +131,7 @@ async def repair_messages(
     if repairer is None:
         return default_repair(issues, candidate)
     outcome = await maybe_await(repairer(issues, candidate))
-    if isinstance(outcome, str):
-        return [Message("user", outcome)]
-    if isinstance(outcome, Message):
-        return [outcome]
-    messages = list(outcome)
-    for message in messages:
-        if not isinstance(message, Message):
-            raise TypeError(
-                f"repairer must return a string or Messages, got {type(message).__name__}"
-            )
-    return messages
+    return list(user_messages(outcome, "the repairer's answer"))
 
 
 class ArtifactFailed(PrismError):

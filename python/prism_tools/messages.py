@@ -259,32 +259,28 @@ def tool_message(call: ToolCall, value: JSONValue, error: ErrorInfo | None) -> M
 _build_message = builder(Message)
 
 
-def user_messages(value: str | Message | Sequence[Message]) -> tuple[Message, ...]:
-    """Run input as messages: a string becomes one user message."""
+def user_messages(
+    value: str | Message | Sequence[Message], what: str = "run input"
+) -> tuple[Message, ...]:
+    """Messages from ``value``: a string becomes one user message, a ``Message`` stays one, a
+    sequence must hold ``Message`` objects. ``what`` names ``value`` in the ``TypeError``."""
     if isinstance(value, str):
         return (Message("user", value),)
     if isinstance(value, Message):
         return (value,)
     # Iterable, but not a sequence of messages: bytes would be read as numbers, a mapping as
     # its keys.
+    expected = f"{what} must be a string, a Message or a sequence of Messages"
     if isinstance(value, bytes | bytearray | Mapping):
-        raise TypeError(_not_run_input(value))
+        raise TypeError(f"{expected}, got {type(value).__name__}")
     try:
         messages = tuple(value)
     except TypeError:
-        raise TypeError(_not_run_input(value)) from None
+        raise TypeError(f"{expected}, got {type(value).__name__}") from None
     for position, message in enumerate(messages):
         if not isinstance(message, Message):
-            raise TypeError(
-                f"run input must be a string or Messages; item {position} is a "
-                f"{type(message).__name__}"
-            )
+            raise TypeError(f"{expected}; item {position} is a {type(message).__name__}")
     return messages
-
-
-def _not_run_input(value: object) -> str:
-    kind = type(value).__name__
-    return f"run input must be a string, a Message or a sequence of Messages, got {kind}"
 
 
 __all__ = [
