@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from tests.support import UnprintableError
+from tests.support import Unprintable, UnprintableError
 
 from prism_tools import (
     AgentRunError,
@@ -203,6 +203,37 @@ async def test_a_parser_or_validator_error_that_cannot_be_printed_asks_for_a_rev
         with pytest.raises(AgentRunError):
             await session.run("write it")
         assert provider.requests[1].messages[-1].content == "[Unprintable UnprintableError]"
+
+
+async def test_a_problem_that_cannot_print_itself_is_named_by_its_type_only() -> None:
+    # str() of the problem would raise with what it holds in the message: that text must reach
+    # neither the model's revision request nor the run's error.
+    session, provider, _, _ = run_agent(
+        [ProviderResponse(text='{"a": 1}'), ProviderResponse(text='{"a": 2}')],
+        {
+            "strategy": "generate-validate-revise",
+            "validator": lambda candidate: [Unprintable("hunter2")],
+            "max_revisions": 1,
+        },
+    )
+    with pytest.raises(AgentRunError) as failed:
+        await session.run("write it")
+    assert provider.requests[1].messages[-1].content == "[Unprintable Unprintable]"
+    assert "hunter2" not in str(failed.value)
+    assert "hunter2" not in str(failed.value.__cause__)
+
+
+def test_artifact_checks_and_issues_refuse_parts_of_the_wrong_kind() -> None:
+    with pytest.raises(TypeError, match=r"ArtifactIssue\.message must be a string, got int"):
+        ArtifactIssue(5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"ArtifactIssue\.path must be a string, got NoneType"):
+        ArtifactIssue("too short", None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="errors must hold ArtifactIssue objects; item 0 is a str"):
+        ArtifactCheck(False, errors=["too short"])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="errors must be a sequence of ArtifactIssue, got str"):
+        ArtifactCheck(False, errors="too short")  # type: ignore[arg-type]
+    issue = ArtifactIssue("too short")
+    assert ArtifactCheck(False, errors=[issue]).errors == (issue,)  # type: ignore[arg-type]
 
 
 async def test_a_custom_repairer_writes_the_revision_request() -> None:

@@ -31,6 +31,15 @@ class ArtifactIssue:
     path: str = "$"
     metadata: Mapping[str, JSONValue] | None = None
 
+    def __post_init__(self) -> None:
+        # The message goes back to the model in a revision request: text, or refused here.
+        if not isinstance(self.message, str):
+            raise TypeError(
+                f"ArtifactIssue.message must be a string, got {type(self.message).__name__}"
+            )
+        if not isinstance(self.path, str):
+            raise TypeError(f"ArtifactIssue.path must be a string, got {type(self.path).__name__}")
+
     def to_dict(self) -> dict[str, JSONValue]:
         out: dict[str, JSONValue] = {"message": self.message, "path": self.path}
         if self.metadata is not None:
@@ -46,6 +55,24 @@ class ArtifactCheck:
     value: Any = None
     errors: tuple[ArtifactIssue, ...] = ()
     metadata: Mapping[str, JSONValue] | None = None
+
+    def __post_init__(self) -> None:
+        errors = self.errors
+        if isinstance(errors, str | bytes | Mapping | ArtifactIssue) or not isinstance(
+            errors, Sequence
+        ):
+            raise TypeError(
+                "ArtifactCheck.errors must be a sequence of ArtifactIssue, "
+                f"got {type(errors).__name__}"
+            )
+        for position, issue in enumerate(errors):
+            if not isinstance(issue, ArtifactIssue):
+                raise TypeError(
+                    "ArtifactCheck.errors must hold ArtifactIssue objects; "
+                    f"item {position} is a {type(issue).__name__}"
+                )
+        if not isinstance(errors, tuple):
+            object.__setattr__(self, "errors", tuple(errors))
 
     def to_dict(self) -> dict[str, JSONValue]:
         out: dict[str, JSONValue] = {
@@ -67,11 +94,14 @@ def _issues(value: Any) -> tuple[ArtifactIssue, ...]:
         return (value,)
     if isinstance(value, str):
         return (ArtifactIssue(value),)
+    # text_of, not str: a problem that cannot print itself must not fail the run with an error
+    # that quotes what it holds.
     if isinstance(value, Sequence):
         return tuple(
-            item if isinstance(item, ArtifactIssue) else ArtifactIssue(str(item)) for item in value
+            item if isinstance(item, ArtifactIssue) else ArtifactIssue(_json.text_of(item))
+            for item in value
         )
-    return (ArtifactIssue(str(value)),)
+    return (ArtifactIssue(_json.text_of(value)),)
 
 
 def as_check(outcome: Any, value: Any) -> ArtifactCheck:
