@@ -15,7 +15,7 @@ from typing import Any, Final, TypeAlias
 from prism_tools import _json
 from prism_tools.errors import PrismError
 from prism_tools.messages import Message, user_messages
-from prism_tools.types import JSONValue
+from prism_tools.types import JSONValue, items_of
 
 NO_ARTIFACT_TEXT: Final = "no artifact text in model output"
 PARSE_FAILED: Final = "artifact parse failed"
@@ -57,22 +57,8 @@ class ArtifactCheck:
     metadata: Mapping[str, JSONValue] | None = None
 
     def __post_init__(self) -> None:
-        errors = self.errors
-        if isinstance(errors, str | bytes | Mapping | ArtifactIssue) or not isinstance(
-            errors, Sequence
-        ):
-            raise TypeError(
-                "ArtifactCheck.errors must be a sequence of ArtifactIssue, "
-                f"got {type(errors).__name__}"
-            )
-        for position, issue in enumerate(errors):
-            if not isinstance(issue, ArtifactIssue):
-                raise TypeError(
-                    "ArtifactCheck.errors must hold ArtifactIssue objects; "
-                    f"item {position} is a {type(issue).__name__}"
-                )
-        if not isinstance(errors, tuple):
-            object.__setattr__(self, "errors", tuple(errors))
+        errors = items_of(self.errors, ArtifactIssue, "ArtifactCheck.errors")
+        object.__setattr__(self, "errors", errors)
 
     def to_dict(self) -> dict[str, JSONValue]:
         out: dict[str, JSONValue] = {

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from prism_tools import _json
 from prism_tools.errors import GuardrailTripwire, error_text
-from prism_tools.types import JSONValue
+from prism_tools.types import JSONValue, items_of
 
 GuardrailStage = Literal["input", "output", "tool_input", "tool_output"]
 GuardrailAction = Literal["allow", "block", "tripwire", "interrupt"]
@@ -176,19 +176,14 @@ class Guardrails:
 
     def __post_init__(self) -> None:
         # Checked when built, so a wrong list fails where it was written, not at some later call.
-        for stage in ("input", "output", "tool_input", "tool_output", "packs"):
-            value = getattr(self, stage)
-            if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
-                raise TypeError(
-                    f"Guardrails.{stage} must be a sequence, got {type(value).__name__}"
-                )
-            object.__setattr__(self, stage, tuple(value))
-        for position, pack in enumerate(self.packs):
-            if not isinstance(pack, GuardrailRulePack):
-                raise TypeError(
-                    "Guardrails.packs must hold GuardrailRulePack objects; "
-                    f"item {position} is a {type(pack).__name__}"
-                )
+        # Guardrails are duck-typed (a malformed one fails closed when evaluated); packs are not.
+        for stage in ("input", "output", "tool_input", "tool_output"):
+            object.__setattr__(
+                self, stage, items_of(getattr(self, stage), None, f"Guardrails.{stage}")
+            )
+        object.__setattr__(
+            self, "packs", items_of(self.packs, GuardrailRulePack, "Guardrails.packs")
+        )
         if self.max_concurrency is not None:
             _check_concurrency(self.max_concurrency)
 

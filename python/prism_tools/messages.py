@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from prism_tools._frozen import builder, fast_init
-from prism_tools.types import ErrorInfo, JSONValue, ToolCall, ToolDefinition
+from prism_tools.types import ErrorInfo, JSONValue, ToolCall, ToolDefinition, items_of
 
 Role = Literal["user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset(("user", "assistant", "tool"))
@@ -99,18 +99,8 @@ class ProviderResponse:
             object.__setattr__(self, "text", "")
         elif not isinstance(self.text, str):
             raise TypeError(_wrong_field("text", "a string", self.text))
-        calls = self.tool_calls
-        if calls is None:
-            calls = ()
-        elif not isinstance(calls, tuple):
-            if isinstance(calls, str | bytes | Mapping | ToolCall):
-                raise TypeError(_wrong_field("tool_calls", "a sequence of ToolCall", calls))
-            try:
-                calls = tuple(calls)
-            except TypeError:
-                raise TypeError(
-                    _wrong_field("tool_calls", "a sequence of ToolCall", calls)
-                ) from None
+        calls = () if self.tool_calls is None else self.tool_calls
+        calls = items_of(calls, ToolCall, "ProviderResponse.tool_calls")
         object.__setattr__(self, "tool_calls", _identified_calls(calls))
         if self.usage is None:
             object.__setattr__(self, "usage", Usage())
@@ -131,18 +121,13 @@ def fallback_call_id(position: int, taken: set[str]) -> str:
     return candidate
 
 
-def _identified_calls(calls: tuple[Any, ...]) -> tuple[ToolCall, ...]:
-    """``calls`` checked: every item a ``ToolCall``, ids unique within the turn. A call with no
-    id (None or empty) gets a fallback id, as the provider adapters give one. Rows, approvals and
-    effect claims are keyed by call id, so two calls sharing one would be taken for one call."""
+def _identified_calls(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
+    """``calls`` with ids unique within the turn. A call with no id (None or empty) gets a
+    fallback id, as the provider adapters give one. Rows, approvals and effect claims are keyed
+    by call id, so two calls sharing one would be taken for one call."""
     taken: set[str] = set()
     without_id: list[int] = []
     for position, call in enumerate(calls):
-        if not isinstance(call, ToolCall):
-            raise TypeError(
-                "ProviderResponse.tool_calls must hold ToolCall objects; "
-                f"item {position} is a {type(call).__name__}"
-            )
         call_id = call.id
         if call_id is None or (isinstance(call_id, str) and not call_id):
             without_id.append(position)

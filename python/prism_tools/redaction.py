@@ -39,11 +39,11 @@ class Redactor(Protocol):
     def redact(self, value: T) -> T: ...
 
 
-def _secret_list(secrets: Iterable[str]) -> list[str]:
+def _secret_tuple(secrets: Iterable[str]) -> tuple[str, ...]:
     if isinstance(secrets, str):
         raise TypeError("secrets must be a collection of strings, not a single string")
     try:
-        return list(secrets)
+        return tuple(secrets)
     except TypeError:
         raise TypeError(
             f"secrets must be a collection of strings, got {type(secrets).__name__}"
@@ -70,7 +70,7 @@ class SecretRedactor:
             raise ValueError(f"max_depth must be an integer from 1 to {MAX_DEPTH_CEILING}")
         if not isinstance(replacement, str):
             raise TypeError("replacement must be a string")
-        self._matcher = SecretMatcher(_secret_list(secrets), replacement=replacement)
+        self._matcher = SecretMatcher(_secret_tuple(secrets), replacement=replacement)
         self.max_depth = max_depth
 
     def __len__(self) -> int:
@@ -213,11 +213,12 @@ def effective_redactor(secrets: Iterable[str] | None, redactor: Redactor | None)
     """The redactor dispatch applies: the host's, plus one for ``secrets`` (compiled once per
     distinct secret tuple and cached)."""
     if secrets:
-        given = _secret_list(secrets)
+        given = _secret_tuple(secrets)
         if all(type(secret) is str for secret in given):
-            from_secrets = _cached_secret_redactor(tuple(given))
+            from_secrets = _cached_secret_redactor(given)
         else:
-            # Not a cache key (a list is not hashable); the core refuses what is not a string.
+            # Not a cache key (it may hold a list, which is not hashable); the core refuses
+            # what is not a string.
             from_secrets = SecretRedactor(given)
         if len(from_secrets):
             return from_secrets if redactor is None else ChainedRedactor((redactor, from_secrets))

@@ -360,6 +360,27 @@ class ToolDefinition:
         return _compact(self, frozenset(("execute", "effect")))
 
 
+def items_of(value: Any, kind: type | None, name: str) -> tuple[Any, ...]:
+    """``value`` as a tuple, refused with a ``TypeError`` naming ``name`` unless it is a sequence
+    (a string, bytes, a mapping or a single ``kind`` is not one) whose items are all ``kind``
+    (any items when ``kind`` is None)."""
+    expected = "a sequence" if kind is None else f"a sequence of {kind.__name__}"
+    if isinstance(value, str | bytes | Mapping) or (kind is not None and isinstance(value, kind)):
+        raise TypeError(f"{name} must be {expected}, got {type(value).__name__}")
+    try:
+        items = tuple(value)
+    except TypeError:
+        raise TypeError(f"{name} must be {expected}, got {type(value).__name__}") from None
+    if kind is not None:
+        for position, item in enumerate(items):
+            if not isinstance(item, kind):
+                raise TypeError(
+                    f"{name} must hold {kind.__name__} objects; "
+                    f"item {position} is a {type(item).__name__}"
+                )
+    return items
+
+
 def tool_definitions(tools: Iterable[ToolDefinition], what: str = "tools") -> list[ToolDefinition]:
     """``tools`` as a list; a ``TypeError`` naming ``what`` for anything that is not a collection
     of ``ToolDefinition`` (a single tool, a string, an item of another kind)."""
