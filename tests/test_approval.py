@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sqlite3
 from collections.abc import Iterator, Sequence
-from contextlib import closing
+from contextlib import closing, suppress
 from pathlib import Path
 from typing import Any
 
@@ -663,6 +664,181 @@ async def test_resume_shrinks_the_grant_to_the_tools_registered_now() -> None:
     assert later_echo.calls == []
     (row,) = tool_rows(restored.messages)
     assert row.error is not None
+
+
+# --- stored states from outside ---------------------------------------------------------------
+
+
+async def suspended_state() -> dict[str, Any]:
+    """The JSON state of a session suspended on two echo calls, c1 and c2."""
+    session = build_agent(
+        ScriptedProvider([calling(call("c1"), call("c2", text="two"))]), Recorder()
+    ).session()
+    await session.run("hi")
+    state: dict[str, Any] = json.loads(json.dumps(session.state))
+    return state
+
+
+def edit(state: dict[str, Any], path: Sequence[str | int], value: Any) -> None:
+    """Sets ``value`` at ``path`` inside ``state``."""
+    target: Any = state
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = value
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        # A switch written as text would have been read as true.
+        (("granted_everything",), "false", "'granted_everything' must be true or false"),
+        (("rounds",), -5, "'rounds' must be an integer from 0 to 64"),
+        (("turns",), "7", "'turns' must be an integer from 0 to 64"),
+        (("turns",), math.inf, "'turns' must be an integer"),
+        (("limits", "max_turns"), 1.7, "max_turns must be an integer from 1 to 64"),
+        (("limits", "max_turns"), 0, "max_turns must be an integer from 1 to 64"),
+        (("limits", "max_hours"), 3, "unknown run limit 'max_hours'"),
+        (("counts", "max_tool_calls"), math.inf, "count of 'max_tool_calls' must be an integer"),
+        (("counts", "max_turns"), 10**12, "count of 'max_turns' must be an integer from 0"),
+        (("counts", "max_hours"), 1, "counts an unknown run limit 'max_hours'"),
+        (("call_ids",), [{"id": "c1"}, "c2"], "'call_ids' must be a list of non-empty strings"),
+        (("call_ids",), ["c1", "c1"], "names a tool call twice"),
+        (("grant",), "echo", "'grant' must be a list of non-empty strings"),
+        (("pending",), [], "must hold 1 to 32 pending decisions"),
+        (("pending", 1, "tool_call_id"), "c9", "pending decisions for calls not in its round"),
+        (("pending", 1, "tool_call_id"), "c1", "pending decisions for calls not in its round"),
+        (("metadata",), [["ticket", "T-1"]], "'metadata' must be an object"),
+        (("sticky",), {"echo": {"action": "allow_for_run", "reason": 5}}, "sticky reasons"),
+        (("sticky",), {"echo": "allow_for_run"}, "sticky rules must map tool names"),
+        (("sticky",), {"echo": {"action": "approve"}}, "sticky rules must map tool names"),
+        (("run_id",), "", "'run_id' must be a non-empty string"),
+    ],
+)
+async def test_a_stored_suspension_is_read_exactly_as_written(
+    path: tuple[str | int, ...], value: Any, message: str
+) -> None:
+    state = await suspended_state()
+    edit(state, ("suspension", *path), value)
+    agent = build_agent(ScriptedProvider([answer()]), Recorder())
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        agent.session(state=state)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        agent.session(state=json.dumps(state))
+
+
+async def test_a_stored_message_with_a_role_of_the_wrong_kind_is_a_value_error() -> None:
+    state = await suspended_state()
+    state["messages"][0]["role"] = ["user"]
+    agent = build_agent(ScriptedProvider([answer()]), Recorder())
+
+    with pytest.raises(ValueError, match="unknown role"):
+        agent.session(state=state)
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        # The approved call's arguments, or its tool, changed after the decision was asked for.
+        (("messages", 1, "tool_calls", 0, "arguments"), {"text": "rm -rf /"}),
+        (("messages", 1, "tool_calls", 0, "name"), "other"),
+        # c2 keeps its place in the round but loses its pending decision: no rule covers it.
+        (("suspension", "pending"), "drop c2"),
+    ],
+    ids=["arguments", "tool", "undecided"],
+)
+async def test_a_resume_refuses_a_stored_round_that_no_longer_matches_its_decisions(
+    path: tuple[str | int, ...], value: Any
+) -> None:
+    state = await suspended_state()
+    if value == "drop c2":
+        edit(state, path, state["suspension"]["pending"][:1])
+    else:
+        edit(state, path, value)
+    echo = Recorder()
+    other = Recorder()
+    registry = create_tool_registry(tools_for(("echo", echo), ("other", other)))
+    agent = create_agent(
+        model=MODEL,
+        provider=ScriptedProvider([answer()]),
+        tools=registry,
+        interrupt_before_tool=True,
+    )
+    session = agent.session(state=state)
+    pending = session.pending
+
+    with pytest.raises(ApprovalError, match=r"Suspended tool call 'c[12]'"):
+        await session.resume({item.approval_id: "approve" for item in pending})
+
+    assert echo.calls == []  # the tool did not run
+    assert other.calls == []
+    assert session.pending == pending
+
+
+async def test_a_round_call_covered_by_a_stored_rule_still_runs_under_it() -> None:
+    # The legitimate shape of a call without a pending decision: an allow_for_run rule for its
+    # tool was in force when the round suspended.
+    state = await suspended_state()
+    state["suspension"]["pending"] = state["suspension"]["pending"][:1]
+    state["suspension"]["sticky"] = {"echo": {"action": "allow_for_run", "reason": None}}
+    echo = Recorder()
+    session = build_agent(ScriptedProvider([answer()]), echo).session(state=state)
+
+    result = await session.resume({"c1": "approve"})
+
+    assert result.status == "succeeded"
+    assert echo.calls == [("c1", {"text": "hi"}), ("c2", {"text": "two"})]
+
+
+def _paths(value: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[str | int, ...]]:
+    yield path
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, (*path, key))
+    elif isinstance(value, list):
+        for position, item in enumerate(value):
+            yield from _paths(item, (*path, position))
+
+
+@given(data=st.data())
+async def test_a_stored_state_edited_anywhere_is_refused_or_runs_only_what_it_approved(
+    data: st.DataObject,
+) -> None:
+    # Session states live outside the process. Edited anywhere, with anything, a state is
+    # either refused as a ValueError, or restores to a session whose resume is refused with
+    # nothing run, or runs only calls matching an approved pending decision or a stored rule.
+    state = await suspended_state()
+    paths = [path for path in _paths(state) if path]
+    for _ in range(data.draw(st.integers(0, 3))):
+        path, value = data.draw(st.sampled_from(paths)), data.draw(small_json())
+        with suppress(LookupError, TypeError):  # an earlier edit removed the path
+            edit(state, path, value)
+    echo = Recorder()
+    agent = build_agent(ScriptedProvider([answer(), answer()]), echo)
+    try:
+        session = agent.session(state=state)
+    except ValueError:
+        event("restore refused")
+        return
+    suspension = session.suspension
+    if suspension is None:
+        event("nothing suspended")
+        return
+    try:
+        await session.resume({item.approval_id: "approve" for item in suspension.outstanding})
+    except ApprovalError:
+        event("resume refused")
+        assert echo.calls == []
+        return
+    event(f"resumed, {len(echo.calls)} ran")
+    approved = {
+        (item.tool_call_id, item.tool_name, item.arguments_hash)
+        for item in suspension.pending
+        if suspension.decided.get(item.tool_call_id, Decision("approve")).approves
+    }
+    allowed = {name for name, rule in suspension.sticky.items() if rule.action == "allow_for_run"}
+    for call_id, arguments in echo.calls:
+        assert (call_id, "echo", arguments_hash(arguments)) in approved or "echo" in allowed
 
 
 # --- checkpoint stores ----------------------------------------------------------------------

@@ -734,12 +734,29 @@ class Session:
         for message in self.messages:
             for call in message.tool_calls:
                 found[call.id] = call
+        pending = {item.tool_call_id: item for item in suspension.pending}
         calls: list[ToolCall] = []
         for call_id in suspension.call_ids:
             stored = found.get(call_id)
             if stored is None or call_id in answered:
                 raise ApprovalError(
                     f"Suspended tool call {call_id!r} is not pending in the transcript"
+                )
+            # The state may have been stored anywhere: a decision holds only for the call it was
+            # asked for, and a call without one only runs under the rule that covered it.
+            item = pending.get(call_id)
+            if item is None:
+                if stored.name not in suspension.sticky:
+                    raise ApprovalError(
+                        f"Suspended tool call {call_id!r} has neither a pending decision nor "
+                        "a rule for its tool"
+                    )
+            elif item.tool_name != stored.name or item.arguments_hash != call_arguments_hash(
+                stored.arguments
+            ):
+                raise ApprovalError(
+                    f"Suspended tool call {call_id!r} no longer matches its pending decision "
+                    "(its tool or arguments changed)"
                 )
             calls.append(stored)
         return tuple(calls)

@@ -9,13 +9,14 @@ pending call and continues the run. See ``docs/runtime.md`` ("Approval and resum
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
 
 from prism_tools import _json
 from prism_tools.effects import ToolEffectError, arguments_hash
 from prism_tools.errors import PrismError
+from prism_tools.limits import CEILINGS, read_limits
 from prism_tools.types import JSONValue
 
 ApprovalAction = Literal["approve", "reject_once", "allow_for_run", "reject_for_run"]
@@ -215,38 +216,149 @@ class Suspension:
 
     @classmethod
     def from_dict(cls, data: Any) -> Suspension:
+        """The inverse of ``to_dict``, read exactly as it writes: a session state lives outside
+        the process, and coercing it (``"false"`` read as true, ``1.9`` as 1, a negative count)
+        would change what the resumed run may do. Anything else is a ``ValueError``."""
         if not isinstance(data, Mapping):
-            raise ValueError("session state 'suspension' must be an object")
+            raise ValueError(f"{_SUSPENSION} must be an object")
+        field = _StoredFields(data)
+        call_ids = field.names("call_ids")
+        if len(set(call_ids)) != len(call_ids):
+            raise ValueError(f"{_SUSPENSION} names a tool call twice in 'call_ids'")
+        pending = field.read("pending", "a list of pending decisions", _is_list)
+        if not 1 <= len(pending) <= MAX_PENDING_DECISIONS:
+            raise ValueError(
+                f"{_SUSPENSION} must hold 1 to {MAX_PENDING_DECISIONS} pending decisions"
+            )
         try:
-            sticky: dict[str, StickyRule] = {}
-            for name, rule in dict(data.get("sticky") or {}).items():
-                if rule["action"] not in ("allow_for_run", "reject_for_run"):
-                    raise ValueError(f"unknown sticky action {rule['action']!r}")
-                sticky[str(name)] = StickyRule(rule["action"], rule.get("reason"))
             suspension = cls(
-                run_id=str(data["run_id"]),
-                call_ids=tuple(str(item) for item in data["call_ids"]),
-                pending=tuple(PendingDecision.from_dict(item) for item in data["pending"]),
-                grant=tuple(str(item) for item in data["grant"]),
-                granted_everything=bool(data["granted_everything"]),
-                rounds=int(data["rounds"]),
-                turns=int(data["turns"]),
-                limits={str(k): int(v) for k, v in dict(data["limits"]).items()},
-                counts={str(k): int(v) for k, v in dict(data["counts"]).items()},
-                sticky=sticky,
-                metadata=dict(data.get("metadata") or {}),
+                run_id=field.read("run_id", "a non-empty string", _is_name),
+                call_ids=call_ids,
+                pending=tuple(PendingDecision.from_dict(item) for item in pending),
+                grant=field.names("grant"),
+                granted_everything=field.read("granted_everything", "true or false", _is_bool),
+                rounds=field.count("rounds", CEILINGS["max_tool_rounds"]),
+                turns=field.count("turns", CEILINGS["max_turns"]),
+                limits=read_limits(field.read("limits", "an object", _is_mapping)),
+                counts=field.counts(),
+                sticky=field.sticky(),
+                metadata=field.read("metadata", "an object", _is_object, default={}),
                 decided={
-                    str(call_id): read_decision(item)
-                    for call_id, item in dict(data.get("decided") or {}).items()
+                    call_id: read_decision(item)
+                    for call_id, item in field.read(
+                        "decided", "an object", _is_object, default={}
+                    ).items()
                 },
             )
-        except (KeyError, TypeError, ApprovalError) as err:
-            raise ValueError(f"session state 'suspension' is malformed: {err}") from err
+        except (TypeError, ApprovalError) as err:
+            # A limit out of range (TypeError from read_limits) or a decision that is not one.
+            raise ValueError(f"{_SUSPENSION} is malformed: {err}") from err
+        pending_ids = [item.tool_call_id for item in suspension.pending]
+        if len(set(pending_ids)) != len(pending_ids) or not set(pending_ids) <= set(call_ids):
+            raise ValueError(f"{_SUSPENSION} holds pending decisions for calls not in its round")
         if not suspension.outstanding:
-            raise ValueError("session state 'suspension' has no pending decisions")
-        if not set(suspension.decided) <= {item.tool_call_id for item in suspension.pending}:
-            raise ValueError("session state 'suspension' has decisions for calls it does not hold")
+            raise ValueError(f"{_SUSPENSION} has no pending decisions")
+        if not set(suspension.decided) <= set(pending_ids):
+            raise ValueError(f"{_SUSPENSION} has decisions for calls it does not hold")
         return suspension
+
+
+_SUSPENSION: Final = "session state 'suspension'"
+_MISSING: Final = object()
+
+
+def _is_name(value: Any) -> bool:
+    return isinstance(value, str) and value != ""
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _is_list(value: Any) -> bool:
+    return isinstance(value, list | tuple)
+
+
+def _is_mapping(value: Any) -> bool:
+    return isinstance(value, Mapping)
+
+
+def _is_object(value: Any) -> bool:
+    return isinstance(value, Mapping) and all(isinstance(key, str) for key in value)
+
+
+class _StoredFields:
+    """Reads the fields of a stored suspension, naming the field and the expected kind in the
+    ``ValueError`` (never the stored value, which came from outside)."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self._data = data
+
+    def read(
+        self, name: str, expected: str, test: Callable[[Any], bool], default: Any = _MISSING
+    ) -> Any:
+        value = self._data.get(name, _MISSING)
+        if value is _MISSING or (value is None and default is not _MISSING):
+            if default is _MISSING:
+                raise ValueError(f"{_SUSPENSION} lacks {name!r}")
+            return default
+        if not test(value):
+            raise ValueError(
+                f"{_SUSPENSION} field {name!r} must be {expected}, got {type(value).__name__}"
+            )
+        return value
+
+    def names(self, name: str) -> tuple[str, ...]:
+        values = self.read(name, "a list of non-empty strings", _is_list)
+        if not all(_is_name(item) for item in values):
+            raise ValueError(f"{_SUSPENSION} field {name!r} must be a list of non-empty strings")
+        return tuple(values)
+
+    def count(self, name: str, ceiling: int) -> int:
+        value: int = self.read(
+            name,
+            f"an integer from 0 to {ceiling}",
+            lambda value: type(value) is int and 0 <= value <= ceiling,
+        )
+        return value
+
+    def counts(self) -> dict[str, int]:
+        counts = self.read("counts", "an object", _is_object)
+        for name, value in counts.items():
+            ceiling = CEILINGS.get(name)
+            if ceiling is None:
+                raise ValueError(f"{_SUSPENSION} counts an unknown run limit {name!r}")
+            if type(value) is not int or not 0 <= value <= ceiling:
+                raise ValueError(
+                    f"{_SUSPENSION} count of {name!r} must be an integer from 0 to {ceiling}"
+                )
+        return dict(counts)
+
+    def sticky(self) -> dict[str, StickyRule]:
+        rules: dict[str, StickyRule] = {}
+        for name, rule in self.read("sticky", "an object", _is_object, default={}).items():
+            if (
+                not _is_name(name)
+                or not isinstance(rule, Mapping)
+                or set(rule) - {"action", "reason"}
+                or rule.get("action") not in ("allow_for_run", "reject_for_run")
+            ):
+                raise ValueError(
+                    f"{_SUSPENSION} sticky rules must map tool names to an 'action' of "
+                    "allow_for_run or reject_for_run and an optional 'reason'"
+                )
+            reason = rule.get("reason")
+            if reason is not None and (
+                not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS
+            ):
+                raise ValueError(
+                    f"{_SUSPENSION} sticky reasons must be strings of at most "
+                    f"{MAX_REASON_CHARS} characters"
+                )
+            rules[name] = StickyRule(rule["action"], reason)
+        return rules
 
 
 __all__ = [

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 from prism_tools._frozen import builder, fast_init
 from prism_tools.types import ErrorInfo, JSONValue, ToolCall, ToolDefinition, items_of
@@ -223,10 +223,10 @@ def message_from_dict(data: Any) -> Message:
             )
         )
     role = data.get("role")
-    if role not in ROLES:
+    if not isinstance(role, str) or role not in ROLES:
         raise ValueError(f"a stored message has an unknown role {role!r}")
     return Message(
-        role,
+        cast(Role, role),
         data.get("content", ""),
         tuple(calls),
         data.get("tool_call_id"),
