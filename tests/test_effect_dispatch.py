@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import multiprocessing
 import os
 import signal
@@ -419,6 +420,51 @@ async def test_the_stored_result_is_redacted() -> None:
     replay = await send(tool(body, REQUIRED), effect_store=store, secrets=[SECRET])
     assert SECRET not in repr(replay)
     assert body.runs == 1
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [
+        ("status", "done"),
+        ("attempt", "1"),
+        ("version", True),
+        ("tool_name", None),
+        ("result", {"tool_call_id": 5}),
+        ("failure", {"code": 7}),
+    ],
+)
+async def test_a_stored_record_changed_outside_the_library_never_reruns_the_tool(
+    tmp_path: Path, column: str, value: Any
+) -> None:
+    # A row edited by hand (or by another program) is not read as a record: the redelivered call
+    # fails closed as an unknown outcome, and reading the row names the field.
+    body = Counter()
+    db = tmp_path / "effects.db"
+    with SqliteToolEffectStore(db) as store:
+        first = await send(tool(body, REQUIRED), effect_store=store)
+    assert first.value == "sent"
+    with closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute(
+            "UPDATE prism_tool_effects SET record = json_set(record, ?, json(?))",
+            (f"$.{column}", json.dumps(value)),
+        )
+
+    with SqliteToolEffectStore(db) as store:
+        again = await send(tool(body, REQUIRED), effect_store=store)
+        key = ToolEffectKey.derive(
+            IDENTITY,
+            None,
+            session_id="s1",
+            run_id="r1",
+            tool_call_id="c1",
+            tool_name="send_email",
+            arguments={"to": "a@b.c"},
+        )
+        with pytest.raises(ValueError, match=f"stored tool effect record field '{column}'"):
+            await store.get(key)
+
+    assert body.runs == 1  # the tool did not run again
+    assert blocked_code(again) == "ERR_PRISM_TOOL_EFFECT_UNKNOWN"
 
 
 # -- crashes -------------------------------------------------------------------------------------

@@ -327,6 +327,22 @@ def test_a_record_over_128_kib_is_refused() -> None:
     assert ToolEffectRecord.from_dict(__import__("orjson").loads(encode_record(small))) == small
 
 
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ([], "must be an object, got list"),
+        ({}, "field 'key' must be a string, got NoneType"),
+        ({"key": "k"}, "field 'session_id' must be a string"),
+    ],
+)
+def test_a_record_that_is_not_one_is_a_value_error_naming_the_field(
+    data: Any, message: str
+) -> None:
+    # These were a KeyError or an AttributeError from inside the reader.
+    with pytest.raises(ValueError, match=message):
+        ToolEffectRecord.from_dict(data)
+
+
 # --- declarations ---------------------------------------------------------------------------------
 
 

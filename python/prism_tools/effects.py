@@ -507,30 +507,83 @@ class ToolEffectRecord:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ToolEffectRecord:
-        """Rebuild a record from ``to_dict`` output."""
-        result = data.get("result")
-        failure = data.get("failure")
+        """Rebuild a record from ``to_dict`` output. A store's rows can be changed outside this
+        library, so each field is checked, not coerced: a missing or wrong one is a
+        ``ValueError`` naming it (fields this version does not know are ignored)."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{_RECORD} must be an object, got {type(data).__name__}")
+        texts = {name: _stored_text(data, name) for name in _RECORD_TEXTS}
+        optional = {name: _stored_text(data, name, optional=True) for name in _RECORD_OPTIONS}
+        status = data.get("status")
+        if not isinstance(status, str) or status not in EFFECT_STATUSES:
+            raise ValueError(
+                f"{_RECORD} field 'status' must be one of {', '.join(EFFECT_STATUSES)}"
+            )
         return cls(
-            key=data["key"],
-            session_id=data["session_id"],
-            run_id=data["run_id"],
-            tool_call_id=data["tool_call_id"],
-            tool_name=data["tool_name"],
-            arguments_hash=data["arguments_hash"],
-            status=data["status"],
-            attempt=data["attempt"],
-            version=data["version"],
-            created_at=data["created_at"],
-            updated_at=data["updated_at"],
-            tenant_id=data["tenant_id"],
-            account_id=data.get("account_id"),
-            user_id=data.get("user_id"),
-            claim_token=data.get("claim_token"),
-            expires_at=data.get("expires_at"),
-            result=None if result is None else ToolResult.from_dict(result),
-            result_ref=data.get("result_ref"),
-            failure=None if failure is None else ToolEffectFailure(**failure),
+            **texts,
+            **optional,
+            status=status,
+            attempt=_stored_count(data, "attempt"),
+            version=_stored_count(data, "version"),
+            result=_stored_result(data.get("result")),
+            failure=_stored_failure(data.get("failure")),
         )
+
+
+_RECORD: Final = "stored tool effect record"
+_RECORD_TEXTS: Final = (
+    "key",
+    "session_id",
+    "run_id",
+    "tool_call_id",
+    "tool_name",
+    "arguments_hash",
+    "created_at",
+    "updated_at",
+    "tenant_id",
+)
+_RECORD_OPTIONS: Final = ("account_id", "user_id", "claim_token", "expires_at", "result_ref")
+
+
+def _stored_text(data: Mapping[str, Any], name: str, *, optional: bool = False) -> Any:
+    value = data.get(name)
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        expected = "a string or null" if optional else "a string"
+        raise ValueError(f"{_RECORD} field {name!r} must be {expected}, got {type(value).__name__}")
+    return value
+
+
+def _stored_count(data: Mapping[str, Any], name: str) -> int:
+    value = data.get(name)
+    if type(value) is not int or value < 1:
+        raise ValueError(f"{_RECORD} field {name!r} must be a positive integer")
+    return value
+
+
+def _stored_result(value: Any) -> ToolResult | None:
+    if value is None:
+        return None
+    try:
+        return ToolResult.from_dict(value)
+    except ValueError as err:
+        raise ValueError(f"{_RECORD} field 'result' is malformed: {err}") from err
+
+
+def _stored_failure(value: Any) -> ToolEffectFailure | None:
+    if value is None:
+        return None
+    if (
+        not isinstance(value, Mapping)
+        or set(value) - {"code", "reference"}
+        or not isinstance(value.get("code"), str)
+        or not isinstance(value.get("reference", ""), str | None)
+    ):
+        raise ValueError(
+            f"{_RECORD} field 'failure' must hold a string 'code' and an optional 'reference'"
+        )
+    return ToolEffectFailure(value["code"], value.get("reference"))
 
 
 def _record_data(
