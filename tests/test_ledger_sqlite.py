@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import multiprocessing
 import os
 import signal
@@ -129,6 +130,31 @@ async def test_rows_survive_reopening_and_the_schema_is_versioned(tmp_path: Path
         db.execute("UPDATE prism_schema_version SET version = ?", (SCHEMA_VERSION + 1,))
     with pytest.raises(RuntimeError, match="schema version"):
         SqliteRunLedger(path)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("status", "done"),
+        ("started_at", 5),
+        ("redacted", "no"),
+        ("metadata", [1]),
+        ("result", {"tool_call_id": "c1", "name": "echo", "error": {"message": "m", "code": 7}}),
+    ],
+)
+async def test_a_row_changed_outside_the_library_is_a_value_error_naming_it(
+    tmp_path: Path, field: str, value: Any
+) -> None:
+    path = tmp_path / "ledger.db"
+    with SqliteRunLedger(path) as ledger:
+        ledger.append_tool_call(ledger_row("c1"))
+    with closing(sqlite3.connect(path)) as db, db:
+        db.execute(
+            "UPDATE prism_tool_calls SET row = json_set(row, ?, json(?))",
+            (f"$.{field}", json.dumps(value)),
+        )
+    with SqliteRunLedger(path) as again, pytest.raises(ValueError, match=f"field '{field}'"):
+        again.rows(session_id="s1")
 
 
 def test_a_refused_file_leaves_no_connection_open(

@@ -29,8 +29,7 @@ from prism_tools._postgres import (
     run_alone,
     run_together,
 )
-from prism_tools.ledger import StoredRow, row_filter, stored_row
-from prism_tools.ledger_sqlite import record_from_dict
+from prism_tools.ledger import StoredRow, record_from_dict, row_filter, stored_row
 from prism_tools.types import ToolCallRecord
 
 if TYPE_CHECKING:

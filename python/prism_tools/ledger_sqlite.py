@@ -15,7 +15,7 @@ import asyncio
 import os
 import sqlite3
 import threading
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable
 from functools import partial
 from pathlib import Path
 from typing import Final, Literal
@@ -23,8 +23,8 @@ from typing import Final, Literal
 from prism_tools import _json
 from prism_tools._group_commit import RUN_ALONE, GroupCommit, Write, WriteOutcome
 from prism_tools._sqlite import connect_prepared, create_versioned_tables, enable_wal, run_together
-from prism_tools.ledger import StoredRow, row_filter, stored_row
-from prism_tools.types import JSONValue, ToolCallRecord, ToolResult
+from prism_tools.ledger import StoredRow, record_from_dict, row_filter, stored_row
+from prism_tools.types import ToolCallRecord
 
 SCHEMA_VERSION: Final = 1
 Synchronous = Literal["FULL", "NORMAL"]
@@ -46,14 +46,6 @@ _SCHEMA: Final = (
     "CREATE INDEX IF NOT EXISTS prism_tool_calls_run ON prism_tool_calls (run_id, seq)",
     "CREATE INDEX IF NOT EXISTS prism_tool_calls_call ON prism_tool_calls (tool_call_id, seq)",
 )
-
-
-def record_from_dict(data: Mapping[str, JSONValue]) -> ToolCallRecord:
-    """A ledger row back from its ``to_dict`` form."""
-    fields = dict(data)
-    stored = fields.get("result")
-    fields["result"] = None if stored is None else ToolResult.from_dict(stored)
-    return ToolCallRecord(**fields)
 
 
 _INSERT: Final = (

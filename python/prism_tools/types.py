@@ -207,10 +207,14 @@ class ErrorInfo:
 
     @classmethod
     def from_dict(cls, data: Any) -> ErrorInfo:
-        """The inverse of ``to_dict``; anything without a string ``message`` is a ``ValueError``."""
+        """The inverse of ``to_dict``; anything without a string ``message``, or with a ``code``
+        or ``name`` that is not a string, is a ``ValueError``."""
         if not isinstance(data, Mapping) or not isinstance(data.get("message"), str):
             raise ValueError("a stored error needs a string 'message'")
-        return cls(data["message"], data.get("code"), data.get("name"), data.get("details"))
+        code, name = data.get("code"), data.get("name")
+        if not isinstance(code, str | None) or not isinstance(name, str | None):
+            raise ValueError("a stored error's 'code' and 'name' must be strings or null")
+        return cls(data["message"], code, name, data.get("details"))
 
 
 @fast_init
@@ -260,6 +264,8 @@ class ToolResult:
         call_id, name, error = data.get("tool_call_id"), data.get("name"), data.get("error")
         if not isinstance(call_id, str) or not isinstance(name, str):
             raise ValueError("a stored tool result needs string 'tool_call_id' and 'name'")
+        if not isinstance(data.get("metadata"), Mapping | None):
+            raise ValueError("a stored tool result's 'metadata' must be an object or null")
         return cls(
             call_id,
             name,
