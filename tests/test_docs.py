@@ -99,3 +99,30 @@ def test_readme_catalog_commands_run_as_written(
     hits = outputs[2].splitlines()
     assert len(hits) == 3
     assert all("[rain" in hit for hit in hits), hits
+
+
+def test_function_tools_doc_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    [block] = [b for b in python_blocks(ROOT / "docs" / "function-tools.md") if "asyncio.run(" in b]
+    exec(compile(block, "docs/function-tools.md", "exec"), {"__name__": "__docs__"})
+    assert capsys.readouterr().out.splitlines() == [
+        "['city', 'days', 'unit']",
+        "Forecast for Paris, 3 days, Unit.CELSIUS",
+        'Invalid arguments for tool get_forecast: /days: value is not of type "integer"',
+    ]
+
+
+def test_formats_doc_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    [block] = [b for b in python_blocks(ROOT / "docs" / "formats.md") if "asyncio.run(" in b]
+    exec(compile(block, "docs/formats.md", "exec"), {"__name__": "__docs__"})
+    # The MCP tool ran; strict mode closed the schema; the Anthropic payload kept it as loaded.
+    assert capsys.readouterr().out.splitlines() == [
+        "{'city': 'Paris', 'celsius': 21}",
+        "False",
+        "True",
+    ]
+
+
+def test_providers_doc_streaming_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    [block] = [b for b in python_blocks(ROOT / "docs" / "providers.md") if "assemble_response" in b]
+    exec(compile(block, "docs/providers.md", "exec"), {"__name__": "__docs__"})
+    assert capsys.readouterr().out.splitlines() == ["{'city': 'Paris'} tool_calls"]
