@@ -582,8 +582,10 @@ async def test_resume_limits_can_only_narrow() -> None:
         await session.resume({"c2": "approve"}, limits={"max_turns": 50})
 
 
-def build_agent(provider: ScriptedProvider, echo: Recorder, **options: Any) -> Any:
-    registry = create_tool_registry(tools_for(("echo", echo), ("other", Recorder())))
+def build_agent(
+    provider: ScriptedProvider, echo: Recorder, other: Recorder | None = None, **options: Any
+) -> Any:
+    registry = create_tool_registry(tools_for(("echo", echo), ("other", other or Recorder())))
     return create_agent(
         model=MODEL, provider=provider, tools=registry, interrupt_before_tool=True, **options
     )
@@ -755,16 +757,8 @@ async def test_a_resume_refuses_a_stored_round_that_no_longer_matches_its_decisi
         edit(state, path, state["suspension"]["pending"][:1])
     else:
         edit(state, path, value)
-    echo = Recorder()
-    other = Recorder()
-    registry = create_tool_registry(tools_for(("echo", echo), ("other", other)))
-    agent = create_agent(
-        model=MODEL,
-        provider=ScriptedProvider([answer()]),
-        tools=registry,
-        interrupt_before_tool=True,
-    )
-    session = agent.session(state=state)
+    echo, other = Recorder(), Recorder()
+    session = build_agent(ScriptedProvider([answer()]), echo, other).session(state=state)
     pending = session.pending
 
     with pytest.raises(ApprovalError, match=r"Suspended tool call 'c[12]'"):

@@ -101,10 +101,15 @@ def test_readme_catalog_commands_run_as_written(
     assert all("[rain" in hit for hit in hits), hits
 
 
+def printed_by(doc: str, marker: str, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """Runs the one Python block of ``doc`` holding ``marker``; returns the lines it printed."""
+    [block] = [b for b in python_blocks(ROOT / doc) if marker in b]
+    exec(compile(block, doc, "exec"), {"__name__": "__docs__"})
+    return capsys.readouterr().out.splitlines()
+
+
 def test_function_tools_doc_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    [block] = [b for b in python_blocks(ROOT / "docs" / "function-tools.md") if "asyncio.run(" in b]
-    exec(compile(block, "docs/function-tools.md", "exec"), {"__name__": "__docs__"})
-    assert capsys.readouterr().out.splitlines() == [
+    assert printed_by("docs/function-tools.md", "asyncio.run(", capsys) == [
         "['city', 'days', 'unit']",
         "Forecast for Paris, 3 days, Unit.CELSIUS",
         'Invalid arguments for tool get_forecast: /days: value is not of type "integer"',
@@ -112,10 +117,8 @@ def test_function_tools_doc_example_runs(capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_formats_doc_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    [block] = [b for b in python_blocks(ROOT / "docs" / "formats.md") if "asyncio.run(" in b]
-    exec(compile(block, "docs/formats.md", "exec"), {"__name__": "__docs__"})
     # The MCP tool ran; strict mode closed the schema; the Anthropic payload kept it as loaded.
-    assert capsys.readouterr().out.splitlines() == [
+    assert printed_by("docs/formats.md", "asyncio.run(", capsys) == [
         "{'city': 'Paris', 'celsius': 21}",
         "False",
         "True",
@@ -123,6 +126,6 @@ def test_formats_doc_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_providers_doc_streaming_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    [block] = [b for b in python_blocks(ROOT / "docs" / "providers.md") if "assemble_response" in b]
-    exec(compile(block, "docs/providers.md", "exec"), {"__name__": "__docs__"})
-    assert capsys.readouterr().out.splitlines() == ["{'city': 'Paris'} tool_calls"]
+    assert printed_by("docs/providers.md", "assemble_response", capsys) == [
+        "{'city': 'Paris'} tool_calls"
+    ]

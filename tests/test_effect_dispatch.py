@@ -451,17 +451,8 @@ async def test_a_stored_record_changed_outside_the_library_never_reruns_the_tool
 
     with SqliteToolEffectStore(db) as store:
         again = await send(tool(body, REQUIRED), effect_store=store)
-        key = ToolEffectKey.derive(
-            IDENTITY,
-            None,
-            session_id="s1",
-            run_id="r1",
-            tool_call_id="c1",
-            tool_name="send_email",
-            arguments={"to": "a@b.c"},
-        )
         with pytest.raises(ValueError, match=f"stored tool effect record field '{column}'"):
-            await store.get(key)
+            await store.get(stored_key())
 
     assert body.runs == 1  # the tool did not run again
     assert blocked_code(again) == "ERR_PRISM_TOOL_EFFECT_UNKNOWN"
