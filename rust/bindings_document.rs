@@ -337,6 +337,9 @@ pub(crate) fn build<'py>(
         Entry::Int(value) => value.into_pyobject(py)?.into_any(),
         Entry::UInt(value) => value.into_pyobject(py)?.into_any(),
         Entry::Float(value) => PyFloat::new(py, *value).into_any(),
+        // Rare, and at most 309 digits (the reader keeps only what a float can hold), well
+        // inside the 640 digits Python's conversion limit never goes below.
+        Entry::BigInt(digits) => py.get_type::<PyInt>().call1((*digits,))?,
         Entry::Str(text) => {
             let text = doc.text(text);
             match shared.and_then(|strings| strings.value(at, text)) {

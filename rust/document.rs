@@ -51,9 +51,20 @@ pub enum Entry<'s> {
     Int(i64),
     UInt(u64),
     Float(f64),
+    /// An integer literal beyond 64 bits, as written (sign and digits). Kept as text so the
+    /// Python value is the exact integer, as Python's `json` reads it; validated by its nearest
+    /// float, as JSON Schema number comparisons are.
+    BigInt(&'s str),
     Str(Text<'s>),
-    Array { start: u32, len: u32 },
-    Object { start: u32, len: u32, sorted: u32 },
+    Array {
+        start: u32,
+        len: u32,
+    },
+    Object {
+        start: u32,
+        len: u32,
+        sorted: u32,
+    },
 }
 
 /// One object member: its key and the index of its value.
@@ -446,6 +457,7 @@ impl<'s> Document<'s> {
             Entry::Int(value) => Some(Num::Int(value)),
             Entry::UInt(value) => Some(Num::UInt(value)),
             Entry::Float(value) => Some(Num::Float(value)),
+            Entry::BigInt(digits) => Some(Num::Big(big_magnitude(digits))),
             _ => None,
         }
     }
@@ -455,7 +467,7 @@ impl<'s> Document<'s> {
         match &self.nodes[at as usize] {
             Entry::Null => Value::Null,
             Entry::Bool(flag) => Value::Bool(*flag),
-            Entry::Int(_) | Entry::UInt(_) | Entry::Float(_) => self
+            Entry::Int(_) | Entry::UInt(_) | Entry::Float(_) | Entry::BigInt(_) => self
                 .number(at)
                 .map_or(Value::Null, |number| Value::Number(number.to_serde())),
             Entry::Str(text) => Value::String(self.text(text).to_owned()),
@@ -484,7 +496,10 @@ impl<'s> Document<'s> {
         match (&self.nodes[at as usize], expected) {
             (Entry::Null, Value::Null) => true,
             (Entry::Bool(flag), Value::Bool(other)) => flag == other,
-            (Entry::Int(_) | Entry::UInt(_) | Entry::Float(_), Value::Number(other)) => self
+            (
+                Entry::Int(_) | Entry::UInt(_) | Entry::Float(_) | Entry::BigInt(_),
+                Value::Number(other),
+            ) => self
                 .number(at)
                 .is_some_and(|number| cmp::equal_numbers(&number, other)),
             (Entry::Str(text), Value::String(other)) => self.text(text) == other,
@@ -554,6 +569,13 @@ pub enum Num {
     Int(i64),
     UInt(u64),
     Float(f64),
+    /// An integer written beyond 64 bits, by its nearest float.
+    Big(f64),
+}
+
+/// The nearest float of a `BigInt` literal (the reader only keeps literals a float can hold).
+fn big_magnitude(digits: &str) -> f64 {
+    digits.parse().unwrap_or(f64::NAN)
 }
 
 impl Num {
@@ -562,7 +584,9 @@ impl Num {
             Num::Int(value) => value.into(),
             Num::UInt(value) => value.into(),
             // Documents hold finite floats only (the parser and the Python reader refuse others).
-            Num::Float(value) => Number::from_f64(value).unwrap_or_else(|| 0.into()),
+            Num::Float(value) | Num::Big(value) => {
+                Number::from_f64(value).unwrap_or_else(|| 0.into())
+            }
         }
     }
 }
@@ -572,7 +596,7 @@ impl JsonNumber for Num {
         match *self {
             Num::Int(value) => u64::try_from(value).ok(),
             Num::UInt(value) => Some(value),
-            Num::Float(_) => None,
+            Num::Float(_) | Num::Big(_) => None,
         }
     }
 
@@ -580,7 +604,7 @@ impl JsonNumber for Num {
         match *self {
             Num::Int(value) => Some(value),
             Num::UInt(value) => i64::try_from(value).ok(),
-            Num::Float(_) => None,
+            Num::Float(_) | Num::Big(_) => None,
         }
     }
 
@@ -589,7 +613,7 @@ impl JsonNumber for Num {
         Some(match *self {
             Num::Int(value) => value as f64,
             Num::UInt(value) => value as f64,
-            Num::Float(value) => value,
+            Num::Float(value) | Num::Big(value) => value,
         })
     }
 
@@ -603,7 +627,7 @@ impl JsonNumber for Num {
 
     fn is_integer(&self) -> bool {
         match *self {
-            Num::Int(_) | Num::UInt(_) => true,
+            Num::Int(_) | Num::UInt(_) | Num::Big(_) => true,
             Num::Float(value) => value.fract() == 0.0,
         }
     }
@@ -723,7 +747,7 @@ impl<'a> Node<'a, Tape> for DocNode<'a> {
         match self.entry() {
             Entry::Null => JsonType::Null,
             Entry::Bool(_) => JsonType::Boolean,
-            Entry::Int(_) | Entry::UInt(_) | Entry::Float(_) => JsonType::Number,
+            Entry::Int(_) | Entry::UInt(_) | Entry::Float(_) | Entry::BigInt(_) => JsonType::Number,
             Entry::Str(_) => JsonType::String,
             Entry::Array { .. } => JsonType::Array,
             Entry::Object { .. } => JsonType::Object,
@@ -1123,14 +1147,16 @@ const STRING_STOP: [bool; 256] = {
     stop
 };
 
-/// Integers of more digits than this may not fit 64 bits (`serde_json` makes floats of those).
+/// Integers of at most this many digits fit 64 bits.
 const MAX_PLAIN_DIGITS: usize = 19;
 
 /// Reads JSON text straight into a document: one pass over the bytes, no visitor calls, strings
-/// without escapes borrowed. It answers `None` for malformed text and for the forms it leaves to
-/// `serde_json` so that both readings always agree: integers of more than 19 digits, `-0`,
-/// numbers beyond the range of a float, and lone surrogate escapes. What it accepts, it reads
-/// exactly as `serde_json` would (the property tests below compare the two on generated text).
+/// without escapes borrowed. It answers `None` for malformed text and for the forms `serde_json`
+/// refuses (numbers beyond the range of a float, lone surrogate escapes), so that `serde_json`
+/// says what is wrong. What it accepts, it reads exactly as `serde_json` would (the property
+/// tests below compare the two on generated text), except integers, which it reads as Python's
+/// `json` does where `serde_json` makes floats: `-0` is the integer 0, and an integer beyond 64
+/// bits keeps every digit (`Entry::BigInt`).
 struct Reader<'b, 's> {
     text: &'s str,
     at: usize,
@@ -1369,18 +1395,33 @@ impl<'b, 's> Reader<'b, 's> {
             return value.is_finite().then_some(Entry::Float(value));
         }
         let digits = &bytes[digits..integer_end];
-        if digits.len() > MAX_PLAIN_DIGITS {
-            return None;
-        }
-        let magnitude = digits_value(0, digits);
+        let magnitude = if digits.len() <= MAX_PLAIN_DIGITS {
+            digits_value(0, digits)
+        } else {
+            match wide_digits_value(digits) {
+                Some(magnitude) => magnitude,
+                None => return self.big_integer(start, end),
+            }
+        };
         if !negative {
             return Some(Entry::UInt(magnitude));
         }
-        // serde_json reads `-0` as a float and `-2^63` as the least 64-bit integer.
-        if magnitude == 0 || magnitude > 1 << 63 {
-            return None;
+        // `-0` is the integer 0 (as Python reads it; serde_json makes it a float), and `-2^63`
+        // is the least 64-bit integer.
+        if magnitude > 1 << 63 {
+            return self.big_integer(start, end);
         }
         Some(Entry::Int(0i64.wrapping_sub_unsigned(magnitude)))
+    }
+
+    /// An integer literal beyond 64 bits, kept as written while a float can hold its magnitude
+    /// (beyond that, `serde_json` refuses it as out of range, as any other such number).
+    #[inline(never)]
+    fn big_integer(&self, start: usize, end: usize) -> Option<Entry<'s>> {
+        let literal = &self.text[start..end];
+        big_magnitude(literal)
+            .is_finite()
+            .then_some(Entry::BigInt(literal))
     }
 }
 
@@ -1505,6 +1546,13 @@ fn digits_value(total: u64, digits: &[u8]) -> u64 {
     digits
         .iter()
         .fold(total, |total, digit| total * 10 + u64::from(digit - b'0'))
+}
+
+/// The value of more than 19 decimal `digits` (ASCII, no leading zero) when it fits 64 bits.
+fn wide_digits_value(digits: &[u8]) -> Option<u64> {
+    digits.iter().try_fold(0u64, |total, digit| {
+        total.checked_mul(10)?.checked_add(u64::from(digit - b'0'))
+    })
 }
 
 fn skip_digits(bytes: &[u8], mut at: usize) -> usize {
@@ -1850,6 +1898,11 @@ mod tests {
             .iter()
             .map(|entry| match entry {
                 Entry::Str(string) => format!("Str({})", text(string)),
+                // The two integer forms the direct reader reads as Python does, shown as
+                // serde_json reads them: only `-0` gives `Int(0)`, and serde_json makes floats
+                // of both.
+                Entry::Int(0) => format!("{:?}", Entry::Float(-0.0)),
+                Entry::BigInt(digits) => format!("{:?}", Entry::Float(big_magnitude(digits))),
                 other => format!("{other:?}"),
             })
             .collect();
@@ -1907,10 +1960,9 @@ mod tests {
     #[test]
     fn the_direct_reader_leaves_rare_and_malformed_text_to_serde() {
         for text in [
-            // Rare forms serde_json reads its own way.
-            "{\"a\": 123456789012345678901}",
-            "{\"a\": -0}",
+            // Forms serde_json refuses, with its message.
             "{\"a\": 1e400}",
+            &format!("{{\"a\": 1{}}}", "0".repeat(400)),
             r#"{"a": "\ud800"}"#,
             r#"{"a": "\udc00x"}"#,
             // Malformed.
@@ -1933,6 +1985,53 @@ mod tests {
         ] {
             assert!(read_directly(text).is_none(), "{text}");
         }
+    }
+
+    #[test]
+    fn integers_are_read_as_python_reads_them() {
+        let text = "[-0, 18446744073709551615, 18446744073709551616, -9223372036854775808, \
+                    -9223372036854775809, -123456789012345678901234567890]";
+        let mut builder = Builder::new(Document::with_capacity(8), 64);
+        Reader::read(text, &mut builder).unwrap();
+        let doc = &builder.doc;
+        assert!(matches!(doc.entry(0), Entry::Int(0)));
+        assert!(matches!(doc.entry(1), Entry::UInt(u64::MAX)));
+        assert!(matches!(
+            doc.entry(2),
+            Entry::BigInt("18446744073709551616")
+        ));
+        assert!(matches!(doc.entry(3), Entry::Int(i64::MIN)));
+        assert!(matches!(
+            doc.entry(4),
+            Entry::BigInt("-9223372036854775809")
+        ));
+        assert!(matches!(
+            doc.entry(5),
+            Entry::BigInt("-123456789012345678901234567890")
+        ));
+        // Validated by magnitude, as integers.
+        let number = doc.number(5).unwrap();
+        assert!(number.is_integer() && number.is_written_as_integer());
+        assert_eq!(
+            number.as_f64(),
+            "-123456789012345678901234567890".parse().ok()
+        );
+        assert_eq!((number.as_i64(), number.as_u64()), (None, None));
+        // A float cannot hold 400 digits: serde_json refuses it, as it refuses 1e400.
+        let huge = format!("[1{}]", "0".repeat(400));
+        assert!(read_directly(&huge).is_none());
+        assert!(read_by_serde(&huge).is_err());
+    }
+
+    #[test]
+    fn a_schema_checks_a_wide_integer_by_its_magnitude() {
+        let schema = serde_json::json!({"type": "integer", "maximum": 1e20});
+        let validator = jsonschema::options_for::<Tape>().build(&schema).unwrap();
+        assert!(validator.is_valid(doc("99999999999999999999").root()));
+        assert!(!validator.is_valid(doc("100000000000000000001000").root()));
+        let floats = serde_json::json!({"type": "string"});
+        let validator = jsonschema::options_for::<Tape>().build(&floats).unwrap();
+        assert!(!validator.is_valid(doc("100000000000000000001000").root()));
     }
 
     #[test]

@@ -427,10 +427,14 @@ def test_a_response_input_that_a_stream_could_not_carry_is_refused_like_the_stre
 
 
 def test_a_response_input_with_a_large_integer_reads_as_the_stream_reads_it() -> None:
-    whole = parse_anthropic_response(message([tool_use("toolu_1", "t", {"n": 2**70})]))
-    streamed = assemble_response(anthropic_stream_deltas(input_json_events(f'{{"n":{2**70}}}')))
+    # Every digit is kept, both ways (a float would make it 2**70).
+    wide = 2**70 + 1
+    whole = parse_anthropic_response(message([tool_use("toolu_1", "t", {"n": wide})]))
+    streamed = assemble_response(anthropic_stream_deltas(input_json_events(f'{{"n":{wide}}}')))
     assert whole.tool_calls == streamed.tool_calls
-    assert whole.tool_calls[0].arguments == {"n": float(2**70)}
+    (value,) = whole.tool_calls[0].arguments.values()  # type: ignore[union-attr]
+    assert type(value) is int
+    assert value == wide
 
 
 # Values a JSON decoder can give: text with lone surrogates, NaN and the infinities (Python's

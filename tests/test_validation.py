@@ -802,9 +802,46 @@ def test_parse_tool_arguments_numbers() -> None:
     assert parsed["big"] == 1.7976931348623157e308
     assert parsed["e"] == 1000.0
     assert type(parsed["e"]) is float
-    # Beyond 64 bits the value comes back as the nearest float (as orjson does).
-    huge = parse_tool_arguments('{"n": 123456789012345678901234567890}')["n"]
-    assert huge == pytest.approx(123456789012345678901234567890)
+
+    # Integers keep every digit beyond 64 bits, and -0 is the integer 0, as json.loads reads them
+    # (an account number must not come back rounded to the nearest float).
+    wide = parse_tool_arguments(
+        '{"n": 123456789012345678901234567890, "low": -9223372036854775809,'
+        ' "just_over": 18446744073709551616, "minus_zero": -0}'
+    )
+    assert wide == {
+        "n": 123456789012345678901234567890,
+        "low": -(2**63) - 1,
+        "just_over": 2**64,
+        "minus_zero": 0,
+    }
+    assert all(type(value) is int for value in wide.values())
+    # Up to what a float can hold (309 digits); beyond, as 1e400, it is out of range.
+    widest = int("1" + "0" * 308)
+    assert parse_tool_arguments(f'{{"n": {widest}}}') == {"n": widest}
+    with pytest.raises(ArgumentsError, match="number out of range"):
+        parse_tool_arguments(f'{{"n": {widest * 2}}}')
+
+
+async def test_raw_argument_text_with_a_wide_integer_reaches_the_tool_exactly() -> None:
+    # Validated by magnitude, as JSON Schema compares numbers; handed over with every digit.
+    schema = {
+        "type": "object",
+        "properties": {"account": {"type": "integer", "minimum": 0}},
+        "required": ["account"],
+    }
+    validator = create_json_schema_tool_argument_validator()
+    result, spy, _ = await run(
+        '{"account": 98765432109876543210987}', parameters=schema, validate=validator
+    )
+    assert result.error is None
+    assert spy.calls == [{"account": 98765432109876543210987}]
+    result, spy, _ = await run(
+        '{"account": -98765432109876543210987}', parameters=schema, validate=validator
+    )
+    assert spy.calls == []  # the tool did not run
+    assert result.error is not None
+    assert result.error.code == "invalid_tool_arguments"
 
 
 @pytest.mark.parametrize(
