@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from hypothesis import example, given
+from hypothesis import event, example, given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
@@ -160,6 +160,127 @@ def test_argument_text_round_trips_like_json_loads(arguments: dict[str, Any]) ->
     # Every non-ASCII character as a \u escape (pairs beyond the basic plane), pretty-printed.
     escaped = json.dumps(arguments, ensure_ascii=True, indent=2)
     assert parse_tool_arguments(escaped) == json.loads(escaped)
+
+
+class Refused(Exception):
+    """What the reference reading below refuses on purpose."""
+
+
+def refuse(_: str) -> Any:
+    raise Refused
+
+
+def finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise Refused  # beyond a float's range: refused, as 1e400 is
+    return value
+
+
+def float_sized_int(text: str) -> int:
+    finite_float(text)  # an integer a float cannot hold is out of range, as 1e400 is
+    return int(text)
+
+
+def holds_lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return any("\ud800" <= character <= "\udfff" for character in value)
+    if isinstance(value, dict):
+        return any(
+            holds_lone_surrogate(key) or holds_lone_surrogate(item) for key, item in value.items()
+        )
+    if isinstance(value, list):
+        return any(holds_lone_surrogate(item) for item in value)
+    return False
+
+
+def as_json_loads_reads(text: str) -> Any:
+    """``json.loads`` of ``text`` with the refusals the argument parser documents: NaN and the
+    infinities, numbers beyond a float's range, and lone surrogate escapes; ``Refused`` for
+    those and for text that is not a JSON object. Blank text is an empty object."""
+    if not text.strip(" \t\n\r"):
+        return {}
+    try:
+        value = json.loads(
+            text, parse_constant=refuse, parse_float=finite_float, parse_int=float_sized_int
+        )
+    except (ValueError, RecursionError) as err:
+        raise Refused from err
+    if not isinstance(value, dict) or holds_lone_surrogate(value):
+        raise Refused
+    return value
+
+
+def same_json(left: Any, right: Any) -> bool:
+    """Equal values of equal types all the way down (1, 1.0 and True are three values)."""
+    if type(left) is not type(right):
+        return False
+    if isinstance(left, dict):
+        return list(left) == list(right) and all(same_json(left[k], right[k]) for k in left)
+    if isinstance(left, list):
+        return len(left) == len(right) and all(map(same_json, left, right))
+    if isinstance(left, float):
+        return left == right and str(left) == str(right)  # -0.0 is not 0.0
+    return bool(left == right)
+
+
+TEXT_EDITS = st.lists(
+    st.tuples(
+        st.integers(0, 10**6),
+        st.sampled_from(
+            [
+                *'{}[]",:0123456789.eE+- \t\n\\/ubfnrtx\x00\x1f\u2028aé',
+                "\ud800",
+                "NaN",
+                "Infinity",
+                "true",
+                "null",
+                "\\ud800",
+                "\\udc00",
+                "\\u00e9",
+                "01",
+                "1.",
+                ".5",
+                "1e400",
+                "-0",
+                "\ufeff",
+                "9" * 25,
+            ]
+        ),
+        st.sampled_from(["insert", "replace", "delete"]),
+    ),
+    max_size=3,
+)
+
+
+@given(
+    st.dictionaries(st.text(max_size=6), finite_documents, max_size=4), TEXT_EDITS, st.booleans()
+)
+@example({"n": 1}, [(6, "-0", "replace")], False)
+@example({"n": 1}, [(6, "9" * 25, "replace")], False)
+def test_argument_text_is_read_as_json_loads_reads_it(
+    arguments: dict[str, Any], edits: list[tuple[int, str, str]], ascii_only: bool
+) -> None:
+    # Text from a model, valid or broken anywhere: the parser takes exactly what Python's json
+    # takes (but for the refusals it documents) and reads it to the same values and types.
+    text = json.dumps(arguments, ensure_ascii=ascii_only)
+    for position, piece, edit in edits:
+        at = position % (len(text) + 1)
+        if edit == "insert":
+            text = text[:at] + piece + text[at:]
+        elif edit == "replace":
+            text = text[:at] + piece + text[at + 1 :]
+        else:
+            text = text[:at] + text[at + 1 :]
+    try:
+        expected = as_json_loads_reads(text)
+    except Refused:
+        event("refused")
+        with pytest.raises(ArgumentsError):
+            parse_tool_arguments(text)
+        return
+    event("read")
+    assert same_json(parse_tool_arguments(text), expected)
 
 
 def container_depth(value: Any) -> int:
