@@ -137,6 +137,7 @@ pub enum GuardViolation {
     SchemaTooDeep { limit: usize, path: String },
     TooManyKeywords { limit: usize },
     TooManyRefs { limit: usize },
+    Expansion { keywords: usize, depth: usize },
     RefNotAllowed { reference: String, path: String },
     RefCycle { path: String },
     ForbiddenKey { key: String, path: String },
@@ -155,6 +156,7 @@ impl GuardViolation {
             Self::SchemaTooDeep { .. } => "schema_too_deep",
             Self::TooManyKeywords { .. } => "schema_too_many_keywords",
             Self::TooManyRefs { .. } => "schema_too_many_refs",
+            Self::Expansion { .. } => "schema_expansion_too_large",
             Self::RefNotAllowed { .. } => "schema_ref_not_allowed",
             Self::RefCycle { .. } => "schema_ref_cycle",
             Self::ForbiddenKey { .. } => "schema_forbidden_key",
@@ -211,6 +213,11 @@ impl fmt::Display for GuardViolation {
             Self::TooManyRefs { limit } => {
                 write!(f, "schema has more than max_refs={limit} references")
             }
+            Self::Expansion { keywords, depth } => write!(
+                f,
+                "schema references apply more keywords along one path of the arguments than \
+                 max_schema_keywords={keywords} at each of max_argument_depth={depth} levels"
+            ),
             Self::RefNotAllowed { reference, path } => write!(
                 f,
                 "schema reference {:?} at {path} is not local; only \"#...\" references are allowed",
@@ -514,6 +521,10 @@ pub fn check_schema_with_words<'a>(
     };
     walker.run()?;
     check_alias_cycles(&walker.anchors, &walker.aliases, &walker.trail)?;
+    // Without references the schema is its own expansion, already bounded by the keyword count.
+    if walker.stats.refs > 0 {
+        check_expansion(schema, &walker.anchors, limits)?;
+    }
     Ok((walker.stats, walker.words))
 }
 
@@ -926,6 +937,244 @@ fn check_alias_cycles<'a>(
     Ok(())
 }
 
+/// How many keywords validation may apply at one place in the arguments and below it, along
+/// one path, by what the value there is: for an array, for a primitive, and for an object (its
+/// own keywords, plus the most any one member can cost: the subschemas for that member's name,
+/// and those that may apply to any member).
+#[derive(Clone, Default)]
+struct Work<'a> {
+    array: u64,
+    other: u64,
+    object: u64,
+    /// Per property name (sorted), what `properties` applies to that member.
+    named: Vec<(&'a str, u64)>,
+    /// What `patternProperties`, `additionalProperties` and `unevaluatedProperties` may apply
+    /// to any member.
+    any_member: u64,
+}
+
+impl<'a> Work<'a> {
+    fn one() -> Self {
+        Work {
+            array: 1,
+            other: 1,
+            object: 1,
+            ..Work::default()
+        }
+    }
+
+    fn object_total(&self) -> u64 {
+        let named = self.named.iter().map(|(_, work)| *work).max().unwrap_or(0);
+        self.object
+            .saturating_add(named)
+            .saturating_add(self.any_member)
+    }
+
+    fn most(&self) -> u64 {
+        self.array.max(self.other).max(self.object_total())
+    }
+
+    /// Adds a subschema applied to the same value: members of one name add up, since both
+    /// schemas apply to that member.
+    fn add_in_place(&mut self, other: &Work<'a>) {
+        self.array = self.array.saturating_add(other.array);
+        self.other = self.other.saturating_add(other.other);
+        self.object = self.object.saturating_add(other.object);
+        self.any_member = self.any_member.saturating_add(other.any_member);
+        for &(name, work) in &other.named {
+            self.add_named(name, work);
+        }
+    }
+
+    fn add_named(&mut self, name: &'a str, work: u64) {
+        match self.named.binary_search_by(|(known, _)| (*known).cmp(name)) {
+            Ok(at) => self.named[at].1 = self.named[at].1.saturating_add(work),
+            Err(at) => self.named.insert(at, (name, work)),
+        }
+    }
+}
+
+/// How a subschema is applied: to the same value, or to an element or a member of it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Applied<'a> {
+    InPlace,
+    /// `items`, `prefixItems`, `additionalItems`: one of them applies to a given element.
+    ElementOneOf,
+    /// `contains`, `unevaluatedItems`: applied to every element besides.
+    ElementAlso,
+    /// `properties`: to the member of that name.
+    Named(&'a str),
+    /// `patternProperties` (any pattern may match any name), `additionalProperties` and
+    /// `unevaluatedProperties`.
+    AnyMember,
+    /// `propertyNames` and `contentSchema`: applied to strings (a name, a decoded content).
+    Text,
+}
+
+/// The subschemas `map` applies, with how it applies each, in the same order on every call.
+fn applied_subschemas<'a>(
+    map: &'a serde_json::Map<String, Value>,
+    mut each: impl FnMut(Applied<'a>, &'a Value),
+) {
+    for (key, value) in map {
+        match (key.as_str(), value) {
+            ("allOf" | "anyOf" | "oneOf", Value::Array(items)) => {
+                for item in items {
+                    each(Applied::InPlace, item);
+                }
+            }
+            ("not" | "if" | "then" | "else", item) => each(Applied::InPlace, item),
+            ("dependentSchemas" | "dependencies", Value::Object(entries)) => entries
+                .values()
+                .filter(|item| item.is_object() || item.is_boolean())
+                .for_each(|item| each(Applied::InPlace, item)),
+            ("items" | "prefixItems", Value::Array(items)) => {
+                for item in items {
+                    each(Applied::ElementOneOf, item);
+                }
+            }
+            ("items" | "additionalItems", item) => each(Applied::ElementOneOf, item),
+            ("contains" | "unevaluatedItems", item) => each(Applied::ElementAlso, item),
+            ("properties", Value::Object(entries)) => entries
+                .iter()
+                .for_each(|(name, item)| each(Applied::Named(name), item)),
+            ("patternProperties", Value::Object(entries)) => {
+                entries
+                    .values()
+                    .for_each(|item| each(Applied::AnyMember, item));
+            }
+            ("additionalProperties" | "unevaluatedProperties", item) => {
+                each(Applied::AnyMember, item);
+            }
+            ("propertyNames" | "contentSchema", item) => each(Applied::Text, item),
+            _ => {}
+        }
+    }
+}
+
+/// A schema at a place in the arguments: the schema, its resource (where `#...` resolves) and
+/// how many levels of arguments may lie below the place.
+type Place = (*const Value, *const Value, usize);
+
+fn place(node: &Value, resource: &Value, below: usize) -> Place {
+    (
+        std::ptr::from_ref(node),
+        std::ptr::from_ref(resource),
+        below,
+    )
+}
+
+/// Refuses a schema whose references make validation apply more keywords along one path of the
+/// arguments than `max_schema_keywords` at each of `max_argument_depth` levels. References can
+/// make a small schema exponential (an `anyOf` of two references to a schema that does the same,
+/// thirty deep; or a member checked by both `properties` and `patternProperties` that refer back
+/// to the root): validating one call would take hours. A schema that recurses once per level
+/// of the arguments, as trees and JSON-like values do, stays linear and passes.
+///
+/// Each schema is weighed once per depth, bottom up, on an explicit stack (a hostile schema
+/// cannot overflow the thread's), and the check stops as soon as the bound is passed. A loop of
+/// schemas applied in place (`{"anyOf": [{"$ref": "#"}]}`) counts once, as the validator stops
+/// it.
+fn check_expansion<'a>(
+    schema: &'a Value,
+    anchors: &AHashMap<AnchorKey, &'a Value>,
+    limits: &Limits,
+) -> Result<(), GuardViolation> {
+    let depth = limits.max_argument_depth;
+    let budget = (limits.max_schema_keywords as u64).saturating_mul(depth as u64);
+    let mut done: AHashMap<Place, Work<'a>> = AHashMap::new();
+    let mut open: AHashSet<Place> = AHashSet::new();
+    // (schema, the resource it was reached in, levels below, subschemas already queued)
+    let mut stack: Vec<(&'a Value, &'a Value, usize, bool)> = vec![(schema, schema, depth, false)];
+    while let Some((node, reached_in, below, queued)) = stack.pop() {
+        let here = place(node, reached_in, below);
+        let Value::Object(map) = node else {
+            done.insert(here, Work::one());
+            continue;
+        };
+        let resource = match map.get("$id") {
+            Some(Value::String(_)) => node,
+            _ => reached_in,
+        };
+        let references = ["$ref", "$dynamicRef", "$recursiveRef"].map(|key| match map.get(key) {
+            Some(Value::String(reference)) => resolve_fragment(resource, anchors, reference),
+            _ => None,
+        });
+        // Where a subschema applies: the same value, a string, or one level down (none left
+        // below the deepest level the arguments may reach).
+        let below_of = |applied: Applied<'a>| match applied {
+            Applied::InPlace => Some(below),
+            Applied::Text => Some(0),
+            _ => below.checked_sub(1),
+        };
+        if !queued {
+            if done.contains_key(&here) || !open.insert(here) {
+                continue; // weighed already, or a loop of in-place schemas
+            }
+            stack.push((node, reached_in, below, true));
+            for target in references.iter().flatten() {
+                stack.push((target, resource, below, false));
+            }
+            applied_subschemas(map, |applied, item| {
+                if let Some(item_below) = below_of(applied) {
+                    stack.push((item, resource, item_below, false));
+                }
+            });
+            continue;
+        }
+        let own = map.len().max(1) as u64;
+        let mut work = Work {
+            array: own,
+            other: own,
+            object: own,
+            ..Work::default()
+        };
+        let one = Work::one();
+        let weighed = |item: &'a Value, item_below: usize| {
+            done.get(&place(item, resource, item_below)).unwrap_or(&one)
+        };
+        for target in references.iter().flatten() {
+            let found = weighed(target, below).clone();
+            work.add_in_place(&found);
+        }
+        let (mut element_one_of, mut element_also, mut text) = (0u64, 0u64, 0u64);
+        let mut in_place = Vec::new();
+        applied_subschemas(map, |applied, item| {
+            let Some(item_below) = below_of(applied) else {
+                return;
+            };
+            let found = weighed(item, item_below);
+            match applied {
+                Applied::InPlace => in_place.push(found.clone()),
+                Applied::ElementOneOf => element_one_of = element_one_of.max(found.most()),
+                Applied::ElementAlso => element_also = element_also.saturating_add(found.most()),
+                Applied::Named(name) => work.add_named(name, found.most()),
+                Applied::AnyMember => {
+                    work.any_member = work.any_member.saturating_add(found.most());
+                }
+                Applied::Text => text = text.saturating_add(found.most()),
+            }
+        });
+        for found in &in_place {
+            work.add_in_place(found);
+        }
+        work.array = work
+            .array
+            .saturating_add(element_one_of.saturating_add(element_also));
+        work.object = work.object.saturating_add(text);
+        work.other = work.other.saturating_add(text);
+        if work.most() > budget {
+            return Err(GuardViolation::Expansion {
+                keywords: limits.max_schema_keywords,
+                depth,
+            });
+        }
+        open.remove(&here);
+        done.insert(here, work);
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -974,6 +1223,70 @@ mod tests {
                 .iter()
                 .all(|choice| *choice == "late" || many.iter().any(|text| text == choice))
         );
+    }
+
+    /// `anyOf` of `width` references to the next of `levels` definitions, ending in a string.
+    fn branching_chain(levels: usize, width: usize) -> Value {
+        let mut defs = serde_json::Map::new();
+        for level in 0..levels {
+            let next = json!({"$ref": format!("#/$defs/d{}", level + 1)});
+            defs.insert(format!("d{level}"), json!({"anyOf": vec![next; width]}));
+        }
+        defs.insert(format!("d{levels}"), json!({"type": "string"}));
+        json!({"$defs": defs, "$ref": "#/$defs/d0"})
+    }
+
+    fn expansion_refused(schema: &Value) -> bool {
+        matches!(check(schema), Err(GuardViolation::Expansion { .. }))
+    }
+
+    #[test]
+    fn references_that_multiply_validation_are_refused() {
+        // 2^30 schemas applied to one value: hours of validation for one call.
+        assert!(expansion_refused(&branching_chain(30, 2)));
+        assert!(expansion_refused(&branching_chain(14, 3)));
+        assert!(!expansion_refused(&branching_chain(8, 2)));
+        assert!(!expansion_refused(&branching_chain(60, 1)));
+        // A member checked twice per level, each time by the root again: 2^64 along a path.
+        let twice = json!({
+            "type": "object",
+            "properties": {"a": {"$ref": "#"}},
+            "patternProperties": {"^a": {"$ref": "#"}},
+        });
+        assert!(expansion_refused(&twice));
+        let elements_twice = json!({"items": {"$ref": "#"}, "contains": {"$ref": "#"}});
+        assert!(expansion_refused(&elements_twice));
+        let message = check(&twice).unwrap_err().to_string();
+        assert!(message.contains("max_schema_keywords=10000"), "{message}");
+        assert!(message.contains("max_argument_depth=64"), "{message}");
+    }
+
+    #[test]
+    fn schemas_that_recurse_once_per_level_pass() {
+        for schema in [
+            // Any JSON value.
+            json!({"anyOf": [
+                {"type": ["null", "boolean", "number", "string"]},
+                {"type": "array", "items": {"$ref": "#"}},
+                {"type": "object", "additionalProperties": {"$ref": "#"}},
+            ]}),
+            // An expression tree: several branches name different members, each the root again.
+            json!({"$defs": {"expr": {"anyOf": [
+                {"properties": {"and": {"type": "array", "items": {"$ref": "#/$defs/expr"}}}},
+                {"properties": {"or": {"type": "array", "items": {"$ref": "#/$defs/expr"}}}},
+                {"properties": {"not": {"$ref": "#/$defs/expr"}}},
+                {"properties": {"field": {"type": "string"}, "equals": {}}},
+            ]}}, "$ref": "#/$defs/expr"}),
+            // A tree of nodes, and a loop of schemas applied in place.
+            json!({"properties": {"children": {"items": {"$ref": "#"}}, "name": {"type": "string"}}}),
+            json!({"anyOf": [{"$ref": "#"}, {"type": "string"}]}),
+            // One definition used by many properties.
+            json!({"$defs": {"p": {"type": "object", "properties": {"x": {}, "y": {}}}},
+                   "properties": (0..100).map(|n| (format!("p{n}"), json!({"$ref": "#/$defs/p"})))
+                        .collect::<serde_json::Map<String, Value>>()}),
+        ] {
+            assert!(check(&schema).is_ok(), "{schema}: {:?}", check(&schema));
+        }
     }
 
     #[test]

@@ -199,6 +199,130 @@ def test_schema_ref_default() -> None:
     assert refused(with_refs(129)).reason == "schema_too_many_refs"
 
 
+# --- schema expansion -------------------------------------------------------------------------
+
+
+def branching_chain(levels: int, width: int = 2) -> dict[str, Any]:
+    """``levels`` definitions, each an ``anyOf`` of ``width`` references to the next: a schema
+    of a few hundred bytes that applies ``width ** levels`` schemas to one value."""
+    defs: dict[str, Any] = {
+        f"d{level}": {"anyOf": [{"$ref": f"#/$defs/d{level + 1}"}] * width}
+        for level in range(levels)
+    }
+    defs[f"d{levels}"] = {"type": "string"}
+    return {"$defs": defs, "$ref": "#/$defs/d0"}
+
+
+MEMBER_TWICE = {
+    "type": "object",
+    "properties": {"a": {"$ref": "#"}},
+    "patternProperties": {"^a": {"$ref": "#"}},
+}
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [branching_chain(30), branching_chain(14, width=3), MEMBER_TWICE],
+    ids=["anyOf-chain", "wide-chain", "member-twice"],
+)
+def test_references_that_multiply_validation_are_refused_before_any_validation(
+    schema: dict[str, Any],
+) -> None:
+    # Each passes every other guard (a few hundred bytes, few keywords and references), and
+    # validating one value against it would take hours.
+    error = refused(schema)
+    assert error.reason == "schema_expansion_too_large"
+    assert "max_schema_keywords=10000" in str(error)
+    assert "max_argument_depth=64" in str(error)
+    adapter = create_json_schema_adapter()
+    with pytest.raises(SchemaGuardError):
+        adapter.validate(schema, {"a": {"a": {"a": 1}}})
+
+
+def test_the_expansion_bound_is_keywords_times_argument_depth() -> None:
+    # 2 ** 12 = 4,096 leaves (a few keywords each) fit 10,000 x 64, and not 60 x 64 or 100 x 2
+    # (the schema itself holds about 50 keywords).
+    chain = branching_chain(12)
+    check_schema(chain)
+    assert refused(chain, max_schema_keywords=60).reason == "schema_expansion_too_large"
+    assert refused(chain, max_schema_keywords=100, max_argument_depth=2).reason == (
+        "schema_expansion_too_large"
+    )
+    # A member checked twice per level doubles per level: 2 ** 8 fits 64 x 8 levels, not 64.
+    check_schema(MEMBER_TWICE, max_argument_depth=8)
+    assert refused(MEMBER_TWICE, max_argument_depth=64).reason == "schema_expansion_too_large"
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {
+            "anyOf": [
+                {"type": ["null", "boolean", "number", "string"]},
+                {"type": "array", "items": {"$ref": "#"}},
+                {"type": "object", "additionalProperties": {"$ref": "#"}},
+            ]
+        },
+        {
+            "$defs": {
+                "expr": {
+                    "anyOf": [
+                        {"properties": {"and": {"items": {"$ref": "#/$defs/expr"}}}},
+                        {"properties": {"or": {"items": {"$ref": "#/$defs/expr"}}}},
+                        {"properties": {"not": {"$ref": "#/$defs/expr"}}},
+                        {"properties": {"field": {"type": "string"}, "equals": {}}},
+                    ]
+                }
+            },
+            "$ref": "#/$defs/expr",
+        },
+        {"properties": {"children": {"items": {"$ref": "#"}}, "name": {"type": "string"}}},
+        {"anyOf": [{"$ref": "#"}, {"type": "string"}]},
+        branching_chain(64, width=1),
+    ],
+    ids=["json-value", "expression-tree", "tree", "in-place-loop", "long-alias-chain"],
+)
+def test_schemas_that_recurse_once_per_level_pass_and_validate(schema: dict[str, Any]) -> None:
+    check_schema(schema, max_refs=128)
+    deep: Any = "leaf"
+    for _ in range(30):
+        deep = {"children": [deep], "and": [1, "x"], "not": {"name": "x"}}
+    assert isinstance(create_json_schema_adapter().validate(schema, deep), list)
+
+
+async def test_a_tool_whose_schema_multiplies_validation_never_runs() -> None:
+    from prism_tools import (
+        ToolCall,
+        ToolDefinition,
+        ToolExecutionContext,
+        create_json_schema_tool_argument_validator,
+        create_tool_registry,
+        dispatch_tool_call,
+    )
+
+    ran: list[Any] = []
+    parameters = {
+        "type": "object",
+        "properties": {"q": {"$ref": "#/$defs/d0"}},
+        "$defs": branching_chain(30)["$defs"],
+    }
+    tool = ToolDefinition(
+        "t", execute=lambda args, context: ran.append(args), parameters=parameters
+    )
+    result = await dispatch_tool_call(
+        ToolCall("c1", "t", {"q": "x"}),
+        create_tool_registry([tool]),
+        ToolExecutionContext("s1", "r1", "c1"),
+        validate=create_json_schema_tool_argument_validator(),
+    )
+    assert ran == []  # the tool did not run
+    assert result.error is not None
+    assert result.metadata == {"blocked_reason": "validation_failed"}
+    assert "max_schema_keywords" in result.error.message
+    with pytest.raises(SchemaGuardError):
+        create_tool_registry([tool], check_schemas=True)
+
+
 # --- argument bytes ---------------------------------------------------------------------------
 
 
