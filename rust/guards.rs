@@ -1064,6 +1064,147 @@ fn place(node: &Value, resource: &Value, below: usize) -> Place {
     )
 }
 
+/// What the references of one schema object may apply, with the resource of each: `$ref` its
+/// target; a dynamic reference its static target or any schema of the document it may resolve
+/// to at run time (the second list: one of them applies).
+type Targets<'a> = Vec<(&'a Value, &'a Value)>;
+
+fn referenced<'a>(
+    map: &'a serde_json::Map<String, Value>,
+    resource: &'a Value,
+    anchors: &AHashMap<AnchorKey, &'a Value>,
+    schema: &'a Value,
+    dynamic_anchors: &mut Option<AHashMap<&'a str, Targets<'a>>>,
+) -> (Targets<'a>, Targets<'a>) {
+    let mut references = Vec::new();
+    let mut dynamic = Vec::new();
+    for key in ["$ref", "$dynamicRef", "$recursiveRef"] {
+        let Some(Value::String(reference)) = map.get(key) else {
+            continue;
+        };
+        let found = resolve_fragment(resource, anchors, reference);
+        if key == "$ref" {
+            references.extend(found.map(|target| (target, resource)));
+            continue;
+        }
+        dynamic.extend(found.map(|target| (target, resource)));
+        let by_name = dynamic_anchors.get_or_insert_with(|| dynamic_anchor_map(schema));
+        let name = match key {
+            "$recursiveRef" => "",
+            _ => reference.strip_prefix('#').unwrap_or_default(),
+        };
+        dynamic.extend(by_name.get(name).into_iter().flatten().copied());
+    }
+    (references, dynamic)
+}
+
+/// Every schema a dynamic reference may resolve to, by anchor name, with its resource: those
+/// holding `$dynamicAnchor` (under its name) and those holding `"$recursiveAnchor": true`, and
+/// every resource root (under the empty name, as `$recursiveRef: "#"` may resolve to either).
+fn dynamic_anchor_map(schema: &Value) -> AHashMap<&str, Targets<'_>> {
+    let mut found: AHashMap<&str, Targets<'_>> = AHashMap::new();
+    let mut stack = vec![(schema, schema)];
+    while let Some((node, resource)) = stack.pop() {
+        match node {
+            Value::Object(map) => {
+                let resource = match map.get("$id") {
+                    Some(Value::String(_)) => node,
+                    _ => resource,
+                };
+                if std::ptr::eq(resource, node)
+                    || map.get("$recursiveAnchor") == Some(&Value::Bool(true))
+                {
+                    found.entry("").or_default().push((node, resource));
+                }
+                if let Some(Value::String(name)) = map.get("$dynamicAnchor") {
+                    found
+                        .entry(name.as_str())
+                        .or_default()
+                        .push((node, resource));
+                }
+                stack.extend(map.values().map(|item| (item, resource)));
+            }
+            Value::Array(items) => stack.extend(items.iter().map(|item| (item, resource))),
+            _ => {}
+        }
+    }
+    found
+}
+
+/// Where a subschema applies, as levels of arguments below it: the same value, a string, or one
+/// level down (`None` below the deepest level the arguments may reach).
+fn levels_below(applied: Applied<'_>, below: usize) -> Option<usize> {
+    match applied {
+        Applied::InPlace => Some(below),
+        Applied::Text => Some(0),
+        _ => below.checked_sub(1),
+    }
+}
+
+/// The work of one schema object once every subschema it applies is weighed (a subschema not
+/// weighed is part of a loop of schemas applied in place, and counts as one keyword).
+fn weigh<'a>(
+    map: &'a serde_json::Map<String, Value>,
+    resource: &'a Value,
+    below: usize,
+    references: &Targets<'a>,
+    dynamic: &Targets<'a>,
+    done: &AHashMap<Place, Work<'a>>,
+) -> Work<'a> {
+    let own = map.len().max(1) as u64;
+    let mut work = Work {
+        array: own,
+        other: own,
+        object: own,
+        ..Work::default()
+    };
+    let one = Work::one();
+    let weighed_in = |item: &'a Value, item_resource: &'a Value, item_below: usize| {
+        done.get(&place(item, item_resource, item_below))
+            .unwrap_or(&one)
+    };
+    let weighed = |item: &'a Value, item_below: usize| weighed_in(item, resource, item_below);
+    for &(target, target_resource) in references {
+        let found = weighed_in(target, target_resource, below).clone();
+        work.add_in_place(&found);
+    }
+    if let Some(heaviest) = dynamic
+        .iter()
+        .map(|&(target, target_resource)| weighed_in(target, target_resource, below))
+        .max_by_key(|found| found.most())
+    {
+        let heaviest = heaviest.clone();
+        work.add_in_place(&heaviest);
+    }
+    let (mut element_one_of, mut element_also, mut text) = (0u64, 0u64, 0u64);
+    let mut in_place = Vec::new();
+    applied_subschemas(map, |applied, item| {
+        let Some(item_below) = levels_below(applied, below) else {
+            return;
+        };
+        let found = weighed(item, item_below);
+        match applied {
+            Applied::InPlace => in_place.push(found.clone()),
+            Applied::ElementOneOf => element_one_of = element_one_of.max(found.most()),
+            Applied::ElementAlso => element_also = element_also.saturating_add(found.most()),
+            Applied::Named(name) => work.add_named(name, found.most()),
+            Applied::AnyMember => {
+                work.any_member = work.any_member.saturating_add(found.most());
+            }
+            Applied::Text => text = text.saturating_add(found.most()),
+        }
+    });
+    for found in &in_place {
+        work.add_in_place(found);
+    }
+    work.array = work
+        .array
+        .saturating_add(element_one_of.saturating_add(element_also));
+    work.object = work.object.saturating_add(text);
+    work.other = work.other.saturating_add(text);
+    work
+}
+
 /// Refuses a schema whose references make validation apply more keywords along one path of the
 /// arguments than `max_schema_keywords` at each of `max_argument_depth` levels. References can
 /// make a small schema exponential (an `anyOf` of two references to a schema that does the same,
@@ -1084,6 +1225,7 @@ fn check_expansion<'a>(
     let budget = (limits.max_schema_keywords as u64).saturating_mul(depth as u64);
     let mut done: AHashMap<Place, Work<'a>> = AHashMap::new();
     let mut open: AHashSet<Place> = AHashSet::new();
+    let mut dynamic_anchors: Option<AHashMap<&'a str, Targets<'a>>> = None;
     // (schema, the resource it was reached in, levels below, subschemas already queued)
     let mut stack: Vec<(&'a Value, &'a Value, usize, bool)> = vec![(schema, schema, depth, false)];
     while let Some((node, reached_in, below, queued)) = stack.pop() {
@@ -1096,73 +1238,24 @@ fn check_expansion<'a>(
             Some(Value::String(_)) => node,
             _ => reached_in,
         };
-        let references = ["$ref", "$dynamicRef", "$recursiveRef"].map(|key| match map.get(key) {
-            Some(Value::String(reference)) => resolve_fragment(resource, anchors, reference),
-            _ => None,
-        });
-        // Where a subschema applies: the same value, a string, or one level down (none left
-        // below the deepest level the arguments may reach).
-        let below_of = |applied: Applied<'a>| match applied {
-            Applied::InPlace => Some(below),
-            Applied::Text => Some(0),
-            _ => below.checked_sub(1),
-        };
+        let (references, dynamic) =
+            referenced(map, resource, anchors, schema, &mut dynamic_anchors);
         if !queued {
             if done.contains_key(&here) || !open.insert(here) {
                 continue; // weighed already, or a loop of in-place schemas
             }
             stack.push((node, reached_in, below, true));
-            for target in references.iter().flatten() {
-                stack.push((target, resource, below, false));
+            for &(target, target_resource) in references.iter().chain(&dynamic) {
+                stack.push((target, target_resource, below, false));
             }
             applied_subschemas(map, |applied, item| {
-                if let Some(item_below) = below_of(applied) {
+                if let Some(item_below) = levels_below(applied, below) {
                     stack.push((item, resource, item_below, false));
                 }
             });
             continue;
         }
-        let own = map.len().max(1) as u64;
-        let mut work = Work {
-            array: own,
-            other: own,
-            object: own,
-            ..Work::default()
-        };
-        let one = Work::one();
-        let weighed = |item: &'a Value, item_below: usize| {
-            done.get(&place(item, resource, item_below)).unwrap_or(&one)
-        };
-        for target in references.iter().flatten() {
-            let found = weighed(target, below).clone();
-            work.add_in_place(&found);
-        }
-        let (mut element_one_of, mut element_also, mut text) = (0u64, 0u64, 0u64);
-        let mut in_place = Vec::new();
-        applied_subschemas(map, |applied, item| {
-            let Some(item_below) = below_of(applied) else {
-                return;
-            };
-            let found = weighed(item, item_below);
-            match applied {
-                Applied::InPlace => in_place.push(found.clone()),
-                Applied::ElementOneOf => element_one_of = element_one_of.max(found.most()),
-                Applied::ElementAlso => element_also = element_also.saturating_add(found.most()),
-                Applied::Named(name) => work.add_named(name, found.most()),
-                Applied::AnyMember => {
-                    work.any_member = work.any_member.saturating_add(found.most());
-                }
-                Applied::Text => text = text.saturating_add(found.most()),
-            }
-        });
-        for found in &in_place {
-            work.add_in_place(found);
-        }
-        work.array = work
-            .array
-            .saturating_add(element_one_of.saturating_add(element_also));
-        work.object = work.object.saturating_add(text);
-        work.other = work.other.saturating_add(text);
+        let work = weigh(map, resource, below, &references, &dynamic, &done);
         if work.most() > budget {
             return Err(GuardViolation::Expansion {
                 keywords: limits.max_schema_keywords,
@@ -1259,6 +1352,31 @@ mod tests {
         let message = check(&twice).unwrap_err().to_string();
         assert!(message.contains("max_schema_keywords=10000"), "{message}");
         assert!(message.contains("max_argument_depth=64"), "{message}");
+    }
+
+    #[test]
+    fn dynamic_references_are_weighed_by_every_schema_they_may_resolve_to() {
+        // Statically `#n` in `b` is its plain leaf; at run time, with the root in the dynamic
+        // scope, it is the root again, reached twice per level.
+        let b = json!({
+            "$id": "https://example.com/b",
+            "$defs": {"leaf": {"$dynamicAnchor": "n", "type": "object"}},
+            "properties": {"x": {"$dynamicRef": "#n"}},
+            "patternProperties": {"^x": {"$dynamicRef": "#n"}},
+        });
+        let root = json!({
+            "$id": "https://example.com/root",
+            "$dynamicAnchor": "n",
+            "properties": {"a": {"$ref": "#/$defs/b"}},
+            "$defs": {"b": b},
+        });
+        assert!(expansion_refused(&root));
+        // With one place to resolve to, the same shape without the second application passes.
+        let once = json!({
+            "$dynamicAnchor": "n",
+            "properties": {"x": {"$dynamicRef": "#n"}},
+        });
+        assert!(check(&once).is_ok());
     }
 
     #[test]
