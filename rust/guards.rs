@@ -1133,7 +1133,10 @@ fn dynamic_anchor_map(schema: &Value) -> AHashMap<&str, Targets<'_>> {
 
 /// Where a subschema applies, as levels of arguments below it: the same value, a string, or one
 /// level down (`None` below the deepest level the arguments may reach).
-fn levels_below(applied: Applied<'_>, below: usize) -> Option<usize> {
+fn levels_below(applied: Applied<'_>, below: Option<usize>) -> Option<usize> {
+    let Some(below) = below else {
+        return Some(0); // weighing without depth: every place is the same
+    };
     match applied {
         Applied::InPlace => Some(below),
         Applied::Text => Some(0),
@@ -1146,7 +1149,7 @@ fn levels_below(applied: Applied<'_>, below: usize) -> Option<usize> {
 fn weigh<'a>(
     map: &'a serde_json::Map<String, Value>,
     resource: &'a Value,
-    below: usize,
+    below: Option<usize>,
     references: &Targets<'a>,
     dynamic: &Targets<'a>,
     done: &AHashMap<Place, Work<'a>>,
@@ -1164,13 +1167,14 @@ fn weigh<'a>(
             .unwrap_or(&one)
     };
     let weighed = |item: &'a Value, item_below: usize| weighed_in(item, resource, item_below);
+    let here = below.unwrap_or(0);
     for &(target, target_resource) in references {
-        let found = weighed_in(target, target_resource, below).clone();
+        let found = weighed_in(target, target_resource, here).clone();
         work.add_in_place(&found);
     }
     if let Some(heaviest) = dynamic
         .iter()
-        .map(|&(target, target_resource)| weighed_in(target, target_resource, below))
+        .map(|&(target, target_resource)| weighed_in(target, target_resource, here))
         .max_by_key(|found| found.most())
     {
         let heaviest = heaviest.clone();
@@ -1221,15 +1225,52 @@ fn check_expansion<'a>(
     anchors: &AHashMap<AnchorKey, &'a Value>,
     limits: &Limits,
 ) -> Result<(), GuardViolation> {
-    let depth = limits.max_argument_depth;
-    let budget = (limits.max_schema_keywords as u64).saturating_mul(depth as u64);
+    let budget =
+        (limits.max_schema_keywords as u64).saturating_mul(limits.max_argument_depth as u64);
+    // Most schemas with references do not loop: weighed once per schema, without depth, they
+    // get a bound at least as large (every level counted), and most fit it. Only a schema that
+    // loops back on itself, or does not fit, is weighed again, per level of the arguments.
+    let fits = matches!(
+        weigh_expansion(schema, anchors, budget, None),
+        Expansion::Acyclic(true)
+    ) || matches!(
+        weigh_expansion(schema, anchors, budget, Some(limits.max_argument_depth)),
+        Expansion::Acyclic(true) | Expansion::Loops
+    );
+    if fits {
+        Ok(())
+    } else {
+        Err(GuardViolation::Expansion {
+            keywords: limits.max_schema_keywords,
+            depth: limits.max_argument_depth,
+        })
+    }
+}
+
+/// What weighing a schema found: whether it fits the bound, or (weighing without depth) that
+/// it loops back on itself.
+enum Expansion {
+    Acyclic(bool),
+    Loops,
+}
+
+/// Weighs `schema` against `budget`, per level of the arguments when `depth` is given (loops
+/// then end at the last level, and a loop of schemas applied in place counts once), otherwise
+/// once per schema (and a loop of any kind answers `Loops`).
+fn weigh_expansion<'a>(
+    schema: &'a Value,
+    anchors: &AHashMap<AnchorKey, &'a Value>,
+    budget: u64,
+    depth: Option<usize>,
+) -> Expansion {
     let mut done: AHashMap<Place, Work<'a>> = AHashMap::new();
     let mut open: AHashSet<Place> = AHashSet::new();
     let mut dynamic_anchors: Option<AHashMap<&'a str, Targets<'a>>> = None;
     // (schema, the resource it was reached in, levels below, subschemas already queued)
-    let mut stack: Vec<(&'a Value, &'a Value, usize, bool)> = vec![(schema, schema, depth, false)];
+    let mut stack: Vec<(&'a Value, &'a Value, Option<usize>, bool)> =
+        vec![(schema, schema, depth, false)];
     while let Some((node, reached_in, below, queued)) = stack.pop() {
-        let here = place(node, reached_in, below);
+        let here = place(node, reached_in, below.unwrap_or(0));
         let Value::Object(map) = node else {
             done.insert(here, Work::one());
             continue;
@@ -1241,8 +1282,14 @@ fn check_expansion<'a>(
         let (references, dynamic) =
             referenced(map, resource, anchors, schema, &mut dynamic_anchors);
         if !queued {
-            if done.contains_key(&here) || !open.insert(here) {
-                continue; // weighed already, or a loop of in-place schemas
+            if done.contains_key(&here) {
+                continue;
+            }
+            if !open.insert(here) {
+                if depth.is_none() {
+                    return Expansion::Loops;
+                }
+                continue; // a loop of in-place schemas
             }
             stack.push((node, reached_in, below, true));
             for &(target, target_resource) in references.iter().chain(&dynamic) {
@@ -1250,22 +1297,19 @@ fn check_expansion<'a>(
             }
             applied_subschemas(map, |applied, item| {
                 if let Some(item_below) = levels_below(applied, below) {
-                    stack.push((item, resource, item_below, false));
+                    stack.push((item, resource, below.map(|_| item_below), false));
                 }
             });
             continue;
         }
         let work = weigh(map, resource, below, &references, &dynamic, &done);
         if work.most() > budget {
-            return Err(GuardViolation::Expansion {
-                keywords: limits.max_schema_keywords,
-                depth,
-            });
+            return Expansion::Acyclic(false);
         }
         open.remove(&here);
         done.insert(here, work);
     }
-    Ok(())
+    Expansion::Acyclic(true)
 }
 
 #[cfg(test)]
