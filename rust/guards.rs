@@ -523,7 +523,7 @@ pub fn check_schema_with_words<'a>(
     check_alias_cycles(&walker.anchors, &walker.aliases, &walker.trail)?;
     // Without references the schema is its own expansion, already bounded by the keyword count.
     if walker.stats.refs > 0 {
-        check_expansion(schema, &walker.anchors, limits)?;
+        check_expansion(schema, &walker.anchors, limits, walker.seen_as_schema.len())?;
     }
     Ok((walker.stats, walker.words))
 }
@@ -1074,21 +1074,31 @@ fn referenced<'a>(
     resource: &'a Value,
     anchors: &AHashMap<AnchorKey, &'a Value>,
     schema: &'a Value,
-    dynamic_anchors: &mut Option<AHashMap<&'a str, Targets<'a>>>,
+    found: &mut Resolved<'a>,
 ) -> (Targets<'a>, Targets<'a>) {
     let mut references = Vec::new();
     let mut dynamic = Vec::new();
-    for key in ["$ref", "$dynamicRef", "$recursiveRef"] {
-        let Some(Value::String(reference)) = map.get(key) else {
+    for (key, value) in map {
+        let (true, Value::String(reference)) = (key.starts_with('$'), value) else {
             continue;
         };
-        let found = resolve_fragment(resource, anchors, reference);
-        if key == "$ref" {
-            references.extend(found.map(|target| (target, resource)));
+        let key = key.as_str();
+        if !is_reference_key(key) {
             continue;
         }
-        dynamic.extend(found.map(|target| (target, resource)));
-        let by_name = dynamic_anchors.get_or_insert_with(|| dynamic_anchor_map(schema));
+        // Each reference is resolved once per resource (a pointer walk and a decoding).
+        let target = *found
+            .targets
+            .entry((std::ptr::from_ref(resource), reference.as_str()))
+            .or_insert_with(|| resolve_fragment(resource, anchors, reference));
+        if key == "$ref" {
+            references.extend(target.map(|target| (target, resource)));
+            continue;
+        }
+        dynamic.extend(target.map(|target| (target, resource)));
+        let by_name = found
+            .dynamic_anchors
+            .get_or_insert_with(|| dynamic_anchor_map(schema));
         let name = match key {
             "$recursiveRef" => "",
             _ => reference.strip_prefix('#').unwrap_or_default(),
@@ -1096,6 +1106,13 @@ fn referenced<'a>(
         dynamic.extend(by_name.get(name).into_iter().flatten().copied());
     }
     (references, dynamic)
+}
+
+/// References resolved so far while weighing one schema.
+#[derive(Default)]
+struct Resolved<'a> {
+    targets: AHashMap<(*const Value, &'a str), Option<&'a Value>>,
+    dynamic_anchors: Option<AHashMap<&'a str, Targets<'a>>>,
 }
 
 /// Every schema a dynamic reference may resolve to, by anchor name, with its resource: those
@@ -1169,16 +1186,14 @@ fn weigh<'a>(
     let weighed = |item: &'a Value, item_below: usize| weighed_in(item, resource, item_below);
     let here = below.unwrap_or(0);
     for &(target, target_resource) in references {
-        let found = weighed_in(target, target_resource, here).clone();
-        work.add_in_place(&found);
+        work.add_in_place(weighed_in(target, target_resource, here));
     }
     if let Some(heaviest) = dynamic
         .iter()
         .map(|&(target, target_resource)| weighed_in(target, target_resource, here))
         .max_by_key(|found| found.most())
     {
-        let heaviest = heaviest.clone();
-        work.add_in_place(&heaviest);
+        work.add_in_place(heaviest);
     }
     let (mut element_one_of, mut element_also, mut text) = (0u64, 0u64, 0u64);
     let mut in_place = Vec::new();
@@ -1188,7 +1203,7 @@ fn weigh<'a>(
         };
         let found = weighed(item, item_below);
         match applied {
-            Applied::InPlace => in_place.push(found.clone()),
+            Applied::InPlace => in_place.push(found),
             Applied::ElementOneOf => element_one_of = element_one_of.max(found.most()),
             Applied::ElementAlso => element_also = element_also.saturating_add(found.most()),
             Applied::Named(name) => work.add_named(name, found.most()),
@@ -1198,7 +1213,7 @@ fn weigh<'a>(
             Applied::Text => text = text.saturating_add(found.most()),
         }
     });
-    for found in &in_place {
+    for found in in_place {
         work.add_in_place(found);
     }
     work.array = work
@@ -1224,6 +1239,7 @@ fn check_expansion<'a>(
     schema: &'a Value,
     anchors: &AHashMap<AnchorKey, &'a Value>,
     limits: &Limits,
+    schemas: usize,
 ) -> Result<(), GuardViolation> {
     let budget =
         (limits.max_schema_keywords as u64).saturating_mul(limits.max_argument_depth as u64);
@@ -1231,10 +1247,16 @@ fn check_expansion<'a>(
     // get a bound at least as large (every level counted), and most fit it. Only a schema that
     // loops back on itself, or does not fit, is weighed again, per level of the arguments.
     let fits = matches!(
-        weigh_expansion(schema, anchors, budget, None),
+        weigh_expansion(schema, anchors, budget, None, schemas),
         Expansion::Acyclic(true)
     ) || matches!(
-        weigh_expansion(schema, anchors, budget, Some(limits.max_argument_depth)),
+        weigh_expansion(
+            schema,
+            anchors,
+            budget,
+            Some(limits.max_argument_depth),
+            schemas
+        ),
         Expansion::Acyclic(true) | Expansion::Loops
     );
     if fits {
@@ -1262,10 +1284,11 @@ fn weigh_expansion<'a>(
     anchors: &AHashMap<AnchorKey, &'a Value>,
     budget: u64,
     depth: Option<usize>,
+    schemas: usize,
 ) -> Expansion {
-    let mut done: AHashMap<Place, Work<'a>> = AHashMap::new();
-    let mut open: AHashSet<Place> = AHashSet::new();
-    let mut dynamic_anchors: Option<AHashMap<&'a str, Targets<'a>>> = None;
+    let mut done: AHashMap<Place, Work<'a>> = AHashMap::with_capacity(schemas);
+    let mut open: AHashSet<Place> = AHashSet::with_capacity(64);
+    let mut resolved = Resolved::default();
     // (schema, the resource it was reached in, levels below, subschemas already queued)
     let mut stack: Vec<(&'a Value, &'a Value, Option<usize>, bool)> =
         vec![(schema, schema, depth, false)];
@@ -1279,8 +1302,7 @@ fn weigh_expansion<'a>(
             Some(Value::String(_)) => node,
             _ => reached_in,
         };
-        let (references, dynamic) =
-            referenced(map, resource, anchors, schema, &mut dynamic_anchors);
+        let (references, dynamic) = referenced(map, resource, anchors, schema, &mut resolved);
         if !queued {
             if done.contains_key(&here) {
                 continue;
