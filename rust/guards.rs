@@ -523,7 +523,7 @@ pub fn check_schema_with_words<'a>(
     check_alias_cycles(&walker.anchors, &walker.aliases, &walker.trail)?;
     // Without references the schema is its own expansion, already bounded by the keyword count.
     if walker.stats.refs > 0 {
-        check_expansion(schema, &walker.anchors, limits, walker.seen_as_schema.len())?;
+        check_expansion(schema, &walker.anchors, limits)?;
     }
     Ok((walker.stats, walker.words))
 }
@@ -1070,26 +1070,36 @@ fn place(node: &Value, resource: &Value, below: usize) -> Place {
 type Targets<'a> = Vec<(&'a Value, &'a Value)>;
 
 fn referenced<'a>(
+    node: &'a Value,
     map: &'a serde_json::Map<String, Value>,
-    resource: &'a Value,
+    reached_in: &'a Value,
     anchors: &AHashMap<AnchorKey, &'a Value>,
     schema: &'a Value,
     found: &mut Resolved<'a>,
-) -> (Targets<'a>, Targets<'a>) {
+) -> (&'a Value, Targets<'a>, Targets<'a>) {
     let mut references = Vec::new();
     let mut dynamic = Vec::new();
+    // The few `$` keywords, found in one pass over the keys: `$id` decides the resource the
+    // references resolve in.
+    let mut keywords: [Option<(&'a str, &'a str)>; 3] = [None; 3];
+    let mut resource = reached_in;
     for (key, value) in map {
-        let (true, Value::String(reference)) = (key.starts_with('$'), value) else {
+        let (true, Value::String(text)) = (key.starts_with('$'), value) else {
             continue;
         };
-        let key = key.as_str();
-        if !is_reference_key(key) {
-            continue;
+        match key.as_str() {
+            "$id" => resource = node,
+            "$ref" => keywords[0] = Some(("$ref", text)),
+            "$dynamicRef" => keywords[1] = Some(("$dynamicRef", text)),
+            "$recursiveRef" => keywords[2] = Some(("$recursiveRef", text)),
+            _ => {}
         }
+    }
+    for (key, reference) in keywords.into_iter().flatten() {
         // Each reference is resolved once per resource (a pointer walk and a decoding).
         let target = *found
             .targets
-            .entry((std::ptr::from_ref(resource), reference.as_str()))
+            .entry((std::ptr::from_ref(resource), reference))
             .or_insert_with(|| resolve_fragment(resource, anchors, reference));
         if key == "$ref" {
             references.extend(target.map(|target| (target, resource)));
@@ -1105,7 +1115,7 @@ fn referenced<'a>(
         };
         dynamic.extend(by_name.get(name).into_iter().flatten().copied());
     }
-    (references, dynamic)
+    (resource, references, dynamic)
 }
 
 /// References resolved so far while weighing one schema.
@@ -1161,60 +1171,50 @@ fn levels_below(applied: Applied<'_>, below: Option<usize>) -> Option<usize> {
     }
 }
 
-/// The work of one schema object once every subschema it applies is weighed (a subschema not
-/// weighed is part of a loop of schemas applied in place, and counts as one keyword).
-fn weigh<'a>(
-    map: &'a serde_json::Map<String, Value>,
-    resource: &'a Value,
-    below: Option<usize>,
-    references: &Targets<'a>,
-    dynamic: &Targets<'a>,
-    done: &AHashMap<Place, Work<'a>>,
-) -> Work<'a> {
-    let own = map.len().max(1) as u64;
+/// How one subschema of a schema object adds to its work.
+#[derive(Clone, Copy)]
+enum Slot<'a> {
+    Reference,
+    /// One of the schemas a dynamic reference may resolve to (the heaviest counts).
+    Dynamic,
+    Sub(Applied<'a>),
+}
+
+/// The work of one schema object from its own keyword count and the work of each subschema it
+/// applies, in the order of `slots`.
+fn weigh<'a>(own: u64, slots: &[Slot<'a>], subschemas: impl Iterator<Item = Work<'a>>) -> Work<'a> {
     let mut work = Work {
         array: own,
         other: own,
         object: own,
         ..Work::default()
     };
-    let one = Work::one();
-    let weighed_in = |item: &'a Value, item_resource: &'a Value, item_below: usize| {
-        done.get(&place(item, item_resource, item_below))
-            .unwrap_or(&one)
-    };
-    let weighed = |item: &'a Value, item_below: usize| weighed_in(item, resource, item_below);
-    let here = below.unwrap_or(0);
-    for &(target, target_resource) in references {
-        work.add_in_place(weighed_in(target, target_resource, here));
-    }
-    if let Some(heaviest) = dynamic
-        .iter()
-        .map(|&(target, target_resource)| weighed_in(target, target_resource, here))
-        .max_by_key(|found| found.most())
-    {
-        work.add_in_place(heaviest);
-    }
     let (mut element_one_of, mut element_also, mut text) = (0u64, 0u64, 0u64);
-    let mut in_place = Vec::new();
-    applied_subschemas(map, |applied, item| {
-        let Some(item_below) = levels_below(applied, below) else {
-            return;
-        };
-        let found = weighed(item, item_below);
-        match applied {
-            Applied::InPlace => in_place.push(found),
-            Applied::ElementOneOf => element_one_of = element_one_of.max(found.most()),
-            Applied::ElementAlso => element_also = element_also.saturating_add(found.most()),
-            Applied::Named(name) => work.add_named(name, found.most()),
-            Applied::AnyMember => {
+    let mut heaviest_dynamic: Option<Work<'a>> = None;
+    for (slot, found) in slots.iter().zip(subschemas) {
+        match *slot {
+            Slot::Reference | Slot::Sub(Applied::InPlace) => work.add_in_place(&found),
+            Slot::Dynamic => {
+                if heaviest_dynamic
+                    .as_ref()
+                    .is_none_or(|known| found.most() > known.most())
+                {
+                    heaviest_dynamic = Some(found);
+                }
+            }
+            Slot::Sub(Applied::ElementOneOf) => element_one_of = element_one_of.max(found.most()),
+            Slot::Sub(Applied::ElementAlso) => {
+                element_also = element_also.saturating_add(found.most());
+            }
+            Slot::Sub(Applied::Named(name)) => work.add_named(name, found.most()),
+            Slot::Sub(Applied::AnyMember) => {
                 work.any_member = work.any_member.saturating_add(found.most());
             }
-            Applied::Text => text = text.saturating_add(found.most()),
+            Slot::Sub(Applied::Text) => text = text.saturating_add(found.most()),
         }
-    });
-    for found in in_place {
-        work.add_in_place(found);
+    }
+    if let Some(found) = heaviest_dynamic {
+        work.add_in_place(&found);
     }
     work.array = work
         .array
@@ -1239,7 +1239,6 @@ fn check_expansion<'a>(
     schema: &'a Value,
     anchors: &AHashMap<AnchorKey, &'a Value>,
     limits: &Limits,
-    schemas: usize,
 ) -> Result<(), GuardViolation> {
     let budget =
         (limits.max_schema_keywords as u64).saturating_mul(limits.max_argument_depth as u64);
@@ -1247,16 +1246,10 @@ fn check_expansion<'a>(
     // get a bound at least as large (every level counted), and most fit it. Only a schema that
     // loops back on itself, or does not fit, is weighed again, per level of the arguments.
     let fits = matches!(
-        weigh_expansion(schema, anchors, budget, None, schemas),
+        weigh_expansion(schema, anchors, budget, None),
         Expansion::Acyclic(true)
     ) || matches!(
-        weigh_expansion(
-            schema,
-            anchors,
-            budget,
-            Some(limits.max_argument_depth),
-            schemas
-        ),
+        weigh_expansion(schema, anchors, budget, Some(limits.max_argument_depth)),
         Expansion::Acyclic(true) | Expansion::Loops
     );
     if fits {
@@ -1276,60 +1269,133 @@ enum Expansion {
     Loops,
 }
 
+/// One step of weighing a schema.
+enum Task<'a> {
+    /// Weigh `node`, reached in `resource` with `below` levels of arguments under it; `shared`
+    /// when reached through a reference (then its work is kept, by place, for every other
+    /// reference to it).
+    Weigh {
+        node: &'a Value,
+        resource: &'a Value,
+        below: Option<usize>,
+        shared: bool,
+    },
+    /// Combine the work of `node`'s subschemas, whose slots start at `slots` on the stack of
+    /// slots, and whose results are the last as many entries of the stack of results (in
+    /// reverse order).
+    Combine {
+        node: &'a Value,
+        resource: &'a Value,
+        below: Option<usize>,
+        shared: bool,
+        slots: usize,
+    },
+}
+
 /// Weighs `schema` against `budget`, per level of the arguments when `depth` is given (loops
 /// then end at the last level, and a loop of schemas applied in place counts once), otherwise
-/// once per schema (and a loop of any kind answers `Loops`).
+/// once per schema (and a loop of any kind answers `Loops`). Subschemas reached through the
+/// schema's own nesting are weighed as they come; only those reached through a reference are
+/// looked up and kept by place, so a schema costs little more than one walk.
 fn weigh_expansion<'a>(
     schema: &'a Value,
     anchors: &AHashMap<AnchorKey, &'a Value>,
     budget: u64,
     depth: Option<usize>,
-    schemas: usize,
 ) -> Expansion {
-    let mut done: AHashMap<Place, Work<'a>> = AHashMap::with_capacity(schemas);
-    let mut open: AHashSet<Place> = AHashSet::with_capacity(64);
+    let mut done: AHashMap<Place, Work<'a>> = AHashMap::new();
+    let mut open: AHashSet<Place> = AHashSet::new();
     let mut resolved = Resolved::default();
-    // (schema, the resource it was reached in, levels below, subschemas already queued)
-    let mut stack: Vec<(&'a Value, &'a Value, Option<usize>, bool)> =
-        vec![(schema, schema, depth, false)];
-    while let Some((node, reached_in, below, queued)) = stack.pop() {
-        let here = place(node, reached_in, below.unwrap_or(0));
-        let Value::Object(map) = node else {
-            done.insert(here, Work::one());
-            continue;
-        };
-        let resource = match map.get("$id") {
-            Some(Value::String(_)) => node,
-            _ => reached_in,
-        };
-        let (references, dynamic) = referenced(map, resource, anchors, schema, &mut resolved);
-        if !queued {
-            if done.contains_key(&here) {
-                continue;
-            }
-            if !open.insert(here) {
-                if depth.is_none() {
-                    return Expansion::Loops;
+    let mut results: Vec<Work<'a>> = Vec::new();
+    // Every subschema waiting to be weighed or combined has its slot here: a schema's
+    // subschemas are done before it is combined, so the stack never needs more than its top.
+    let mut slot_stack: Vec<Slot<'a>> = Vec::new();
+    let mut tasks = vec![Task::Weigh {
+        node: schema,
+        resource: schema,
+        below: depth,
+        shared: false,
+    }];
+    while let Some(task) = tasks.pop() {
+        match task {
+            Task::Weigh {
+                node,
+                resource,
+                below,
+                shared,
+            } => {
+                let Value::Object(map) = node else {
+                    results.push(Work::one());
+                    continue;
+                };
+                if shared {
+                    let here = place(node, resource, below.unwrap_or(0));
+                    if let Some(known) = done.get(&here) {
+                        results.push(known.clone());
+                        continue;
+                    }
+                    if !open.insert(here) {
+                        if depth.is_none() {
+                            return Expansion::Loops;
+                        }
+                        results.push(Work::one()); // a loop of in-place schemas
+                        continue;
+                    }
                 }
-                continue; // a loop of in-place schemas
-            }
-            stack.push((node, reached_in, below, true));
-            for &(target, target_resource) in references.iter().chain(&dynamic) {
-                stack.push((target, target_resource, below, false));
-            }
-            applied_subschemas(map, |applied, item| {
-                if let Some(item_below) = levels_below(applied, below) {
-                    stack.push((item, resource, below.map(|_| item_below), false));
+                let (inner, references, dynamic) =
+                    referenced(node, map, resource, anchors, schema, &mut resolved);
+                tasks.push(Task::Combine {
+                    node,
+                    resource,
+                    below,
+                    shared,
+                    slots: slot_stack.len(),
+                });
+                for (list, slot) in [(&references, Slot::Reference), (&dynamic, Slot::Dynamic)] {
+                    for &(target, target_resource) in list {
+                        slot_stack.push(slot);
+                        tasks.push(Task::Weigh {
+                            node: target,
+                            resource: target_resource,
+                            below,
+                            shared: true,
+                        });
+                    }
                 }
-            });
-            continue;
+                applied_subschemas(map, |applied, item| {
+                    if let Some(item_below) = levels_below(applied, below) {
+                        slot_stack.push(Slot::Sub(applied));
+                        tasks.push(Task::Weigh {
+                            node: item,
+                            resource: inner,
+                            below: below.map(|_| item_below),
+                            shared: false,
+                        });
+                    }
+                });
+            }
+            Task::Combine {
+                node,
+                resource,
+                below,
+                shared,
+                slots,
+            } => {
+                let own = node.as_object().map_or(1, |map| map.len().max(1)) as u64;
+                let from = results.len() - (slot_stack.len() - slots);
+                let work = weigh(own, &slot_stack[slots..], results.drain(from..).rev());
+                slot_stack.truncate(slots);
+                if work.most() > budget {
+                    return Expansion::Acyclic(false);
+                }
+                if shared {
+                    let here = place(node, resource, below.unwrap_or(0));
+                    open.remove(&here);
+                    done.insert(here, work.clone());
+                }
+                results.push(work);
+            }
         }
-        let work = weigh(map, resource, below, &references, &dynamic, &done);
-        if work.most() > budget {
-            return Expansion::Acyclic(false);
-        }
-        open.remove(&here);
-        done.insert(here, work);
     }
     Expansion::Acyclic(true)
 }
