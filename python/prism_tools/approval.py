@@ -9,11 +9,12 @@ pending call and continues the run. See ``docs/runtime.md`` ("Approval and resum
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
 
 from prism_tools import _json
+from prism_tools._stored import StoredFields, is_bool, is_mapping, is_name, is_object
 from prism_tools.effects import ToolEffectError, arguments_hash
 from prism_tools.errors import PrismError
 from prism_tools.limits import CEILINGS, read_limits
@@ -219,10 +220,8 @@ class Suspension:
         """The inverse of ``to_dict``, read exactly as it writes: a session state lives outside
         the process, and coercing it (``"false"`` read as true, ``1.9`` as 1, a negative count)
         would change what the resumed run may do. Anything else is a ``ValueError``."""
-        if not isinstance(data, Mapping):
-            raise ValueError(f"{_SUSPENSION} must be an object")
-        field = _StoredFields(data)
-        call_ids = field.names("call_ids")
+        field = StoredFields(data, _SUSPENSION)
+        call_ids = _names(field, "call_ids")
         if len(set(call_ids)) != len(call_ids):
             raise ValueError(f"{_SUSPENSION} names a tool call twice in 'call_ids'")
         pending = field.read("pending", "a list of pending decisions", _is_list)
@@ -232,21 +231,21 @@ class Suspension:
             )
         try:
             suspension = cls(
-                run_id=field.read("run_id", "a non-empty string", _is_name),
+                run_id=field.read("run_id", "a non-empty string", is_name),
                 call_ids=call_ids,
                 pending=tuple(PendingDecision.from_dict(item) for item in pending),
-                grant=field.names("grant"),
-                granted_everything=field.read("granted_everything", "true or false", _is_bool),
-                rounds=field.count("rounds", CEILINGS["max_tool_rounds"]),
-                turns=field.count("turns", CEILINGS["max_turns"]),
-                limits=read_limits(field.read("limits", "an object", _is_mapping)),
-                counts=field.counts(),
-                sticky=field.sticky(),
-                metadata=field.read("metadata", "an object", _is_object, default={}),
+                grant=_names(field, "grant"),
+                granted_everything=field.read("granted_everything", "true or false", is_bool),
+                rounds=_count(field, "rounds", CEILINGS["max_tool_rounds"]),
+                turns=_count(field, "turns", CEILINGS["max_turns"]),
+                limits=read_limits(field.read("limits", "an object", is_mapping)),
+                counts=_counts(field),
+                sticky=_sticky(field),
+                metadata=field.read("metadata", "an object", is_object, default={}),
                 decided={
                     call_id: read_decision(item)
                     for call_id, item in field.read(
-                        "decided", "an object", _is_object, default={}
+                        "decided", "an object", is_object, default={}
                     ).items()
                 },
             )
@@ -264,101 +263,62 @@ class Suspension:
 
 
 _SUSPENSION: Final = "session state 'suspension'"
-_MISSING: Final = object()
-
-
-def _is_name(value: Any) -> bool:
-    return isinstance(value, str) and value != ""
-
-
-def _is_bool(value: Any) -> bool:
-    return isinstance(value, bool)
 
 
 def _is_list(value: Any) -> bool:
     return isinstance(value, list | tuple)
 
 
-def _is_mapping(value: Any) -> bool:
-    return isinstance(value, Mapping)
+def _names(field: StoredFields, name: str) -> tuple[str, ...]:
+    values = field.read(name, "a list of non-empty strings", _is_list)
+    if not all(is_name(item) for item in values):
+        raise ValueError(f"{field.what} field {name!r} must be a list of non-empty strings")
+    return tuple(values)
 
 
-def _is_object(value: Any) -> bool:
-    return isinstance(value, Mapping) and all(isinstance(key, str) for key in value)
+def _count(field: StoredFields, name: str, ceiling: int) -> int:
+    value: int = field.read(
+        name,
+        f"an integer from 0 to {ceiling}",
+        lambda value: type(value) is int and 0 <= value <= ceiling,
+    )
+    return value
 
 
-class _StoredFields:
-    """Reads the fields of a stored suspension, naming the field and the expected kind in the
-    ``ValueError`` (never the stored value, which came from outside)."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, data: Mapping[str, Any]) -> None:
-        self._data = data
-
-    def read(
-        self, name: str, expected: str, test: Callable[[Any], bool], default: Any = _MISSING
-    ) -> Any:
-        value = self._data.get(name, _MISSING)
-        if value is _MISSING or (value is None and default is not _MISSING):
-            if default is _MISSING:
-                raise ValueError(f"{_SUSPENSION} lacks {name!r}")
-            return default
-        if not test(value):
+def _counts(field: StoredFields) -> dict[str, int]:
+    counts = field.read("counts", "an object", is_object)
+    for name, value in counts.items():
+        ceiling = CEILINGS.get(name)
+        if ceiling is None:
+            raise ValueError(f"{field.what} counts an unknown run limit {name!r}")
+        if type(value) is not int or not 0 <= value <= ceiling:
             raise ValueError(
-                f"{_SUSPENSION} field {name!r} must be {expected}, got {type(value).__name__}"
+                f"{field.what} count of {name!r} must be an integer from 0 to {ceiling}"
             )
-        return value
+    return dict(counts)
 
-    def names(self, name: str) -> tuple[str, ...]:
-        values = self.read(name, "a list of non-empty strings", _is_list)
-        if not all(_is_name(item) for item in values):
-            raise ValueError(f"{_SUSPENSION} field {name!r} must be a list of non-empty strings")
-        return tuple(values)
 
-    def count(self, name: str, ceiling: int) -> int:
-        value: int = self.read(
-            name,
-            f"an integer from 0 to {ceiling}",
-            lambda value: type(value) is int and 0 <= value <= ceiling,
-        )
-        return value
-
-    def counts(self) -> dict[str, int]:
-        counts = self.read("counts", "an object", _is_object)
-        for name, value in counts.items():
-            ceiling = CEILINGS.get(name)
-            if ceiling is None:
-                raise ValueError(f"{_SUSPENSION} counts an unknown run limit {name!r}")
-            if type(value) is not int or not 0 <= value <= ceiling:
-                raise ValueError(
-                    f"{_SUSPENSION} count of {name!r} must be an integer from 0 to {ceiling}"
-                )
-        return dict(counts)
-
-    def sticky(self) -> dict[str, StickyRule]:
-        rules: dict[str, StickyRule] = {}
-        for name, rule in self.read("sticky", "an object", _is_object, default={}).items():
-            if (
-                not _is_name(name)
-                or not isinstance(rule, Mapping)
-                or set(rule) - {"action", "reason"}
-                or rule.get("action") not in ("allow_for_run", "reject_for_run")
-            ):
-                raise ValueError(
-                    f"{_SUSPENSION} sticky rules must map tool names to an 'action' of "
-                    "allow_for_run or reject_for_run and an optional 'reason'"
-                )
-            reason = rule.get("reason")
-            if reason is not None and (
-                not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS
-            ):
-                raise ValueError(
-                    f"{_SUSPENSION} sticky reasons must be strings of at most "
-                    f"{MAX_REASON_CHARS} characters"
-                )
-            rules[name] = StickyRule(rule["action"], reason)
-        return rules
+def _sticky(field: StoredFields) -> dict[str, StickyRule]:
+    rules: dict[str, StickyRule] = {}
+    for name, rule in field.read("sticky", "an object", is_object, default={}).items():
+        if (
+            not is_name(name)
+            or not isinstance(rule, Mapping)
+            or set(rule) - {"action", "reason"}
+            or rule.get("action") not in ("allow_for_run", "reject_for_run")
+        ):
+            raise ValueError(
+                f"{field.what} sticky rules must map tool names to an 'action' of "
+                "allow_for_run or reject_for_run and an optional 'reason'"
+            )
+        reason = rule.get("reason")
+        if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS):
+            raise ValueError(
+                f"{field.what} sticky reasons must be strings of at most "
+                f"{MAX_REASON_CHARS} characters"
+            )
+        rules[name] = StickyRule(rule["action"], reason)
+    return rules
 
 
 __all__ = [

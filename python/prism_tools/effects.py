@@ -45,6 +45,7 @@ from types import MappingProxyType
 from typing import Any, Final, Literal, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from prism_tools import _json
+from prism_tools._stored import StoredFields
 from prism_tools.errors import PrismError
 from prism_tools.identity import AgentIdentity, Ownership
 from prism_tools.types import ErrorInfo, JSONValue, ToolResult
@@ -510,23 +511,15 @@ class ToolEffectRecord:
         """Rebuild a record from ``to_dict`` output. A store's rows can be changed outside this
         library, so each field is checked, not coerced: a missing or wrong one is a
         ``ValueError`` naming it (fields this version does not know are ignored)."""
-        if not isinstance(data, Mapping):
-            raise ValueError(f"{_RECORD} must be an object, got {type(data).__name__}")
-        texts = {name: _stored_text(data, name) for name in _RECORD_TEXTS}
-        optional = {name: _stored_text(data, name, optional=True) for name in _RECORD_OPTIONS}
-        status = data.get("status")
-        if not isinstance(status, str) or status not in EFFECT_STATUSES:
-            raise ValueError(
-                f"{_RECORD} field 'status' must be one of {', '.join(EFFECT_STATUSES)}"
-            )
+        field = StoredFields(data, _RECORD)
         return cls(
-            **texts,
-            **optional,
-            status=status,
-            attempt=_stored_count(data, "attempt"),
-            version=_stored_count(data, "version"),
-            result=_stored_result(data.get("result")),
-            failure=_stored_failure(data.get("failure")),
+            **{name: field.text(name) for name in _RECORD_TEXTS},
+            **{name: field.text(name, optional=True) for name in _RECORD_OPTIONS},
+            status=field.choice("status", EFFECT_STATUSES),
+            attempt=field.read("attempt", "a positive integer", _is_positive_int),
+            version=field.read("version", "a positive integer", _is_positive_int),
+            result=field.result(),
+            failure=_stored_failure(field.get("failure")),
         )
 
 
@@ -545,30 +538,8 @@ _RECORD_TEXTS: Final = (
 _RECORD_OPTIONS: Final = ("account_id", "user_id", "claim_token", "expires_at", "result_ref")
 
 
-def _stored_text(data: Mapping[str, Any], name: str, *, optional: bool = False) -> Any:
-    value = data.get(name)
-    if value is None and optional:
-        return None
-    if not isinstance(value, str):
-        expected = "a string or null" if optional else "a string"
-        raise ValueError(f"{_RECORD} field {name!r} must be {expected}, got {type(value).__name__}")
-    return value
-
-
-def _stored_count(data: Mapping[str, Any], name: str) -> int:
-    value = data.get(name)
-    if type(value) is not int or value < 1:
-        raise ValueError(f"{_RECORD} field {name!r} must be a positive integer")
-    return value
-
-
-def _stored_result(value: Any) -> ToolResult | None:
-    if value is None:
-        return None
-    try:
-        return ToolResult.from_dict(value)
-    except ValueError as err:
-        raise ValueError(f"{_RECORD} field 'result' is malformed: {err}") from err
+def _is_positive_int(value: Any) -> bool:
+    return type(value) is int and value >= 1
 
 
 def _stored_failure(value: Any) -> ToolEffectFailure | None:

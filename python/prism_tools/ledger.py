@@ -8,11 +8,12 @@ ledger already redacted when dispatch has secrets or a redactor.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable
 from typing import Any, Final, Protocol, TypeAlias, get_args
 
 from prism_tools import _json
-from prism_tools.types import LedgerStatus, ToolCallRecord, ToolResult
+from prism_tools._stored import StoredFields, is_bool, is_mapping
+from prism_tools.types import LedgerStatus, ToolCallRecord
 
 # What a durable ledger's text columns cannot hold: NUL (PostgreSQL text refuses it) and lone
 # surrogates (no UTF-8 spelling; a JSON decoder makes them from a model's "\ud800").
@@ -71,36 +72,20 @@ def record_from_dict(data: Any) -> ToolCallRecord:
     """A ledger row back from its ``to_dict`` form. Rows can be changed outside the library, so
     each field is checked, not coerced: a missing or wrong one is a ``ValueError`` naming it
     (fields this version does not know are ignored)."""
-    if not isinstance(data, Mapping):
-        raise ValueError(f"{_ROW} must be an object, got {type(data).__name__}")
-    fields: dict[str, Any] = {}
-    for name in _ROW_TEXTS + _ROW_OPTIONAL_TEXTS:
-        value = data.get(name)
-        if not isinstance(value, str) and (value is not None or name in _ROW_TEXTS):
-            raise ValueError(f"{_ROW} field {name!r} must be a string, got {type(value).__name__}")
-        fields[name] = value
-    status = data.get("status")
-    if not isinstance(status, str) or status not in _ROW_STATUSES:
-        raise ValueError(f"{_ROW} field 'status' must be one of {', '.join(_ROW_STATUSES)}")
-    fields["status"] = status
-    redacted = data.get("redacted", False)
-    if not isinstance(redacted, bool):
-        raise ValueError(f"{_ROW} field 'redacted' must be true or false")
-    for name in ("progress_metadata", "metadata"):
-        value = data.get(name)
-        if value is not None and not isinstance(value, Mapping):
-            raise ValueError(f"{_ROW} field {name!r} must be an object or null")
-        fields[name] = value
-    result = data.get("result")
-    try:
-        fields["result"] = None if result is None else ToolResult.from_dict(result)
-    except ValueError as err:
-        raise ValueError(f"{_ROW} field 'result' is malformed: {err}") from err
+    field = StoredFields(data, _ROW)
+    redacted = field.read("redacted", "true or false", is_bool) if "redacted" in field else False
     return ToolCallRecord(
-        **fields,
-        arguments=data.get("arguments"),
+        **{name: field.text(name) for name in _ROW_TEXTS},
+        **{name: field.text(name, optional=True) for name in _ROW_OPTIONAL_TEXTS},
+        **{
+            name: field.read(name, "an object or null", is_mapping, default=None)
+            for name in ("progress_metadata", "metadata")
+        },
+        status=field.choice("status", _ROW_STATUSES),
         redacted=redacted,
-        progress=data.get("progress"),
+        result=field.result(),
+        arguments=field.get("arguments"),
+        progress=field.get("progress"),
     )
 
 
