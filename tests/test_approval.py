@@ -3,11 +3,14 @@ fresh process, through plain JSON state), sticky decisions, and the checkpoint s
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import re
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing, suppress
 from pathlib import Path
 from typing import Any
@@ -967,6 +970,12 @@ async def test_a_consumed_checkpoint_never_offers_the_calls_again(
             self.saved.append(json.loads(json.dumps(state)))
             store.save(session_id, state)
 
+        def replace(self, session_id: str, expected: Any, state: Any) -> bool:
+            replaced = store.replace(session_id, expected, state)
+            if replaced:
+                self.saved.append(json.loads(json.dumps(state)))
+            return replaced
+
         def load(self, session_id: str) -> Any:
             return store.load(session_id)
 
@@ -989,6 +998,136 @@ async def test_a_consumed_checkpoint_never_offers_the_calls_again(
     # Saved once suspended, once when the resume consumed the approvals (nothing pending).
     assert ["suspension" in state for state in spy.saved] == [True, False]
     assert calls == ["s-1"]
+
+
+def test_checkpoint_stores_replace_only_the_state_they_hold(store: CheckpointStore) -> None:
+    first = {"version": 1, "n": 0.1, "big": 2**70, "nan": math.nan, "text": "é\ud800"}
+    store.save("s1", first)
+    assert store.replace("s1", {"version": 1}, {"version": 9}) is False
+    assert store.replace("other", first, {"version": 9}) is False
+    assert store.load("other") is None
+    # A state as load returns it is the state held, NaN and lone surrogate escapes included.
+    loaded = store.load("s1")
+    assert loaded is not None
+    assert store.replace("s1", loaded, {"version": 2}) is True
+    assert store.load("s1") == {"version": 2}
+    assert store.replace("s1", loaded, {"version": 3}) is False
+    assert store.load("s1") == {"version": 2}
+    with pytest.raises(ValueError, match="session_id"):
+        store.replace("", {"version": 2}, {"version": 3})
+
+
+async def test_two_sessions_read_from_one_checkpoint_run_its_approved_calls_once(
+    store: CheckpointStore,
+) -> None:
+    echo = Recorder()
+    agent = build_agent(ScriptedProvider([calling(call("c1")), answer()]), echo, checkpoints=store)
+    await agent.session("s-1").run("hi")
+    first, second = agent.resume_session("s-1"), agent.resume_session("s-1")
+
+    assert (await first.resume({"c1": "approve"})).status == "succeeded"
+    with pytest.raises(ApprovalError, match="changed after this session read it"):
+        await second.resume({"c1": "approve"})
+
+    assert echo.calls == [("c1", {"text": "hi"})]
+    assert [item.tool_call_id for item in second.pending] == ["c1"]  # left as it was
+    assert store.load("s-1") is None  # the first resume's run ended; nothing wrote after it
+
+
+async def test_concurrent_resumes_of_one_checkpoint_run_the_round_once(
+    store: CheckpointStore,
+) -> None:
+    ran: list[str] = []
+
+    async def slow(args: dict[str, Any], context: ToolExecutionContext) -> Any:
+        await asyncio.sleep(0.01)  # both resumes are under way before either round ends
+        ran.append(context.tool_call_id)
+        return "ok"
+
+    agent = create_agent(
+        model=MODEL,
+        provider=ScriptedProvider([calling(call("c1")), answer(), answer()]),
+        tools=[ToolDefinition(name="echo", execute=slow, parameters=SCHEMA)],
+        interrupt_before_tool=True,
+        checkpoints=store,
+    )
+    await agent.session("s-1").run("hi")
+    sessions = [agent.resume_session("s-1") for _ in range(4)]
+
+    outcomes = await asyncio.gather(
+        *(session.resume({"c1": "approve"}) for session in sessions), return_exceptions=True
+    )
+
+    assert ran == ["c1"]
+    assert sum(isinstance(item, ApprovalError) for item in outcomes) == 3
+    assert [item.status for item in outcomes if not isinstance(item, BaseException)] == [
+        "succeeded"
+    ]
+
+
+async def test_a_stale_session_cannot_overwrite_decisions_kept_in_the_checkpoint(
+    store: CheckpointStore,
+) -> None:
+    echo = Recorder()
+    round_of_two = calling(call("c1"), call("c2", text="two"))
+    agent = build_agent(ScriptedProvider([round_of_two, answer()]), echo, checkpoints=store)
+    await agent.session("s-1").run("hi")
+    first, second = agent.resume_session("s-1"), agent.resume_session("s-1")
+
+    assert (await first.resume({"c1": "approve"})).status == "suspended"
+    with pytest.raises(ApprovalError, match="changed after this session read it"):
+        await second.resume({"c1": "reject_once"})
+
+    again = agent.resume_session("s-1")
+    assert [item.tool_call_id for item in again.pending] == ["c2"]
+    assert (await again.resume({"c2": "approve"})).status == "succeeded"
+    assert echo.calls == [("c1", {"text": "hi"}), ("c2", {"text": "two"})]
+
+
+def test_workers_with_their_own_sqlite_connections_run_an_approved_round_once(
+    tmp_path: Path,
+) -> None:
+    """Each thread stands for a worker process: its own connection, agent and event loop."""
+    path = tmp_path / "checkpoints.db"
+    echo = Recorder()
+    with SqliteCheckpointStore(path) as store:
+        agent = build_agent(ScriptedProvider([calling(call("c1"))]), echo, checkpoints=store)
+        asyncio.run(agent.session("s-1").run("hi"))
+    workers = 6
+    all_loaded = threading.Barrier(workers)
+
+    def worker() -> str:
+        with SqliteCheckpointStore(path) as own:
+            mine = build_agent(ScriptedProvider([answer()]), echo, checkpoints=own)
+            session = mine.resume_session("s-1")
+            all_loaded.wait()
+            try:
+                return asyncio.run(session.resume({"c1": "approve"})).status
+            except ApprovalError:
+                return "refused"
+
+    with ThreadPoolExecutor(workers) as pool:
+        outcomes = sorted(pool.map(lambda _: worker(), range(workers)))
+
+    assert outcomes == ["refused"] * (workers - 1) + ["succeeded"]
+    assert echo.calls == [("c1", {"text": "hi"})]
+
+
+def test_a_store_without_replace_is_refused() -> None:
+    class Unconditional:
+        def save(self, session_id: str, state: Any) -> None: ...
+
+        def load(self, session_id: str) -> Any: ...
+
+        def delete(self, session_id: str) -> None: ...
+
+    with pytest.raises(TypeError, match="save, replace, load and delete"):
+        create_agent(
+            model=MODEL,
+            provider=ScriptedProvider([]),
+            tools=[],
+            checkpoints=Unconditional(),  # type: ignore[arg-type]
+        )
 
 
 def test_pending_decisions_round_trip_through_json() -> None:

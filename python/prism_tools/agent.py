@@ -351,7 +351,7 @@ class Agent:
         self.effect_store = effect_store
         self.interrupt_before_tool = bool(interrupt_before_tool)
         if checkpoints is not None and not isinstance(checkpoints, CheckpointStore):
-            raise TypeError("checkpoints must have save, load and delete methods")
+            raise TypeError("checkpoints must have save, replace, load and delete methods")
         self.checkpoints = checkpoints
 
     def check_run_options(
@@ -482,6 +482,9 @@ class Session:
         self.grant: tuple[str, ...] | None = None
         # Set while a run waits for tool approvals (see ``resume``).
         self.suspension: Suspension | None = None
+        # The state the agent's checkpoint store holds for this session, as this session last
+        # read or wrote it: a resume replaces it only while the store still holds it.
+        self._stored: Mapping[str, Any] | None = None
         self._subscribers: list[Subscriber] = []
         self._active = False
 
@@ -527,6 +530,7 @@ class Session:
         self.suspension = suspension
         self.grant = grant
         self.activation = ToolActivationState(activated)
+        self._stored = data
 
     def clear_activated_tools(self) -> None:
         """Forgets every tool ``search_tools`` activated in this session."""
@@ -706,18 +710,14 @@ class Session:
             )
             # The approvals are consumed from here on: a crash during the round leaves the
             # calls unanswered in the stored state, never ready to run a second time.
-            self.suspension = None
-            if self.agent.checkpoints is not None:
-                self.agent.checkpoints.save(self.id, self.state)
+            self._set_suspension(None)
             return await run.execute()
         finally:
             self._active = False
 
     def _still_suspended(self, suspension: Suspension) -> RunResult:
         """Keeps a partial batch of decisions and reports the calls still waiting."""
-        self.suspension = suspension
-        if self.agent.checkpoints is not None:
-            self.agent.checkpoints.save(self.id, self.state)
+        self._set_suspension(suspension)
         return RunResult(
             status="suspended",
             output_text="",
@@ -726,6 +726,38 @@ class Session:
             run_id=suspension.run_id,
             pending=suspension.outstanding,
         )
+
+    def _set_suspension(self, suspension: Suspension | None) -> None:
+        """Moves a suspended session on: new decisions kept, or its approvals consumed. With a
+        checkpoint store this first replaces the state this session read, as one atomic step;
+        when another resume changed it in between, ``ApprovalError``, and nothing changes."""
+        store = self.agent.checkpoints
+        if store is None:
+            self.suspension = suspension
+            return
+        previous, self.suspension = self.suspension, suspension
+        try:
+            state = self.state
+            replaced = self._stored is not None and store.replace(self.id, self._stored, state)
+        except BaseException:
+            self.suspension = previous
+            raise
+        if not replaced:
+            self.suspension = previous
+            raise ApprovalError(
+                f"The checkpoint of session {self.id!r} changed after this session read it: "
+                "another resume answered or used its approvals. Nothing ran; load it again "
+                "with resume_session."
+            )
+        self._stored = state
+
+    def _checkpoint_suspension(self) -> None:
+        """Saves a session whose run just suspended, as the state later resumes replace."""
+        store = self.agent.checkpoints
+        if store is not None:
+            state = self.state
+            store.save(self.id, state)
+            self._stored = state
 
     def _suspended_calls(self, suspension: Suspension) -> tuple[ToolCall, ...]:
         """The suspended round's calls, from the transcript, in call order."""
@@ -936,8 +968,7 @@ class _Run:
     async def suspended(self) -> RunResult:
         """Ends the run waiting for approvals: the session holds them (and the checkpoint store,
         when the agent has one)."""
-        if self.agent.checkpoints is not None:
-            self.agent.checkpoints.save(self.session.id, self.session.state)
+        self.session._checkpoint_suspension()
         await self.flush_events()
         await self.emit("run_suspended", pending=[item.to_dict() for item in self.pending])
         result = RunResult(

@@ -1,9 +1,14 @@
 """Where suspended sessions wait for their approvals: a ``CheckpointStore`` keeps one session
 state (the JSON of ``session.state``) per session id.
 
-``create_agent(..., checkpoints=store)`` saves a session when a run suspends and again when a
-resume consumes its approvals, and deletes it when that resumed run ends;
+``create_agent(..., checkpoints=store)`` saves a session when a run suspends, replaces it when a
+resume answers or consumes its approvals, and deletes it when that resumed run ends;
 ``agent.resume_session(session_id)`` loads it. See ``docs/runtime.md``.
+
+A replace is conditional: it stores the new state only while the store still holds the one the
+session read. Two workers that loaded the same suspended session (a double-clicked approval, a
+retried request) can then not both run its approved calls: the second finds the state changed
+and is refused before anything runs.
 """
 
 from __future__ import annotations
@@ -23,9 +28,18 @@ from prism_tools.types import JSONValue
 @runtime_checkable
 class CheckpointStore(Protocol):
     """Session states by session id. ``save`` replaces, ``load`` returns ``None`` for an unknown
-    id, ``delete`` of an unknown id does nothing."""
+    id, ``delete`` of an unknown id does nothing. ``replace`` stores ``state`` only if the store
+    holds ``expected`` (equal as JSON) for the id, and says whether it did, as one atomic step:
+    it is what keeps one set of approvals from being used twice."""
 
     def save(self, session_id: str, state: Mapping[str, JSONValue]) -> None: ...
+
+    def replace(
+        self,
+        session_id: str,
+        expected: Mapping[str, JSONValue],
+        state: Mapping[str, JSONValue],
+    ) -> bool: ...
 
     def load(self, session_id: str) -> dict[str, JSONValue] | None: ...
 
@@ -62,6 +76,20 @@ class InMemoryCheckpointStore:
         with self._lock:
             self._states[session_id] = text
 
+    def replace(
+        self,
+        session_id: str,
+        expected: Mapping[str, JSONValue],
+        state: Mapping[str, JSONValue],
+    ) -> bool:
+        _check_id(session_id)
+        held, text = _dumps(expected), _dumps(state)
+        with self._lock:
+            if self._states.get(session_id) != held:
+                return False
+            self._states[session_id] = text
+        return True
+
     def load(self, session_id: str) -> dict[str, JSONValue] | None:
         _check_id(session_id)
         with self._lock:
@@ -79,7 +107,8 @@ class InMemoryCheckpointStore:
 
 class SqliteCheckpointStore:
     """One SQLite table ``prism_checkpoints(session_id PRIMARY KEY, state TEXT, updated_at)``;
-    every ``save`` and ``delete`` is its own committed transaction."""
+    every ``save``, ``replace`` and ``delete`` is its own committed transaction, so a replace is
+    atomic across connections and processes sharing the file."""
 
     def __init__(self, path: str | PathLike[str]) -> None:
         self._lock = threading.Lock()
@@ -97,6 +126,23 @@ class SqliteCheckpointStore:
                 "updated_at = CURRENT_TIMESTAMP",
                 (session_id, text),
             )
+
+    def replace(
+        self,
+        session_id: str,
+        expected: Mapping[str, JSONValue],
+        state: Mapping[str, JSONValue],
+    ) -> bool:
+        _check_id(session_id)
+        held, text = _dumps(expected), _dumps(state)
+        with self._lock:
+            # One conditional UPDATE: SQLite runs it under the file's write lock.
+            changed = self._db.execute(
+                "UPDATE prism_checkpoints SET state = ?, updated_at = CURRENT_TIMESTAMP "
+                "WHERE session_id = ? AND state = ?",
+                (text, session_id, held),
+            ).rowcount
+        return changed == 1
 
     def load(self, session_id: str) -> dict[str, JSONValue] | None:
         _check_id(session_id)
