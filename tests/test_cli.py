@@ -371,6 +371,46 @@ def test_export_round_trips_through_load_catalog(
     ]
 
 
+def test_catalog_text_reaches_the_terminal_escaped(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # A catalog must not clear the screen, retitle the window or fake a line of output.
+    hostile = [
+        {"name": "weather\x1b[2J\nprism-tools: all clear", "description": "weather \x1b]0;x\x07"},
+        {"name": "weather\u202eevil", "description": "weather"},
+    ]
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps(hostile))
+    status, out, err = run_cli_both(capsys, "search", str(path), "weather")
+    assert (status, err) == (0, "")
+    lines = out.splitlines()
+    assert len(lines) == 2
+    assert "weather\\x1b[2J\\nprism-tools: all clear" in out
+    assert "weather \\x1b]0;x\\x07" in out
+    assert "weather\\u202eevil" in out
+    assert all(char.isprintable() for char in out.replace("\n", ""))
+
+    rpc = tmp_path / "error.json"
+    rpc.write_text(json.dumps({"jsonrpc": "2.0", "id": 1, "error": {"message": "a\x1b[31mb"}}))
+    status, out, err = run_cli_both(capsys, "check", str(rpc))
+    assert (status, out) == (2, "")
+    assert err == "prism-tools check: catalog: JSON-RPC error response: a\\x1b[31mb\n"
+
+
+def test_export_writes_integers_beyond_64_bits_with_every_digit(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    wide = 10**30 + 7
+    path = tmp_path / "tools.json"
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "maximum": wide}}}
+    path.write_text(json.dumps([{"name": "a", "parameters": schema}]))
+    for shape in ("plain", "openai_chat", "anthropic", "gemini", "mcp"):
+        status, out, err = run_cli_both(capsys, "export", str(path), "-f", shape)
+        assert (status, err) == (0, "")
+        assert str(wide) in out
+        assert load_catalog(out.encode())[0].parameters == schema
+
+
 def test_export_strict_refusal_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, err = run_cli_both(capsys, "export", "@examples", "-f", "openai_chat", "--strict")
     assert status == 2

@@ -31,6 +31,8 @@ from prism_tools.errors import PrismError
 from prism_tools.formats import (
     CATALOG_FORMATS,
     EXTRAS_KEY,
+    MAX_NESTING,
+    MAX_STRICT_SCHEMAS,
     CatalogFormat,
     CatalogFormatError,
     CatalogLoad,
@@ -252,6 +254,15 @@ def test_responses_export_says_strict_false_unless_asked() -> None:
     assert "strict" not in to_openai_chat([tool])[0]["function"]
 
 
+def test_a_type_among_the_chat_function_keys_does_not_replace_the_responses_type() -> None:
+    chat = {"type": "function", "function": {"name": "a", "type": "custom", "parameters": EMPTY}}
+    [tool] = load_catalog([chat])
+    [entry] = to_openai_responses([tool])
+    assert entry["type"] == "function"
+    assert load_catalog([entry])[0].parameters == EMPTY
+    assert to_openai_chat([tool]) == [chat]
+
+
 def test_plain_keeps_kind_exclusive_metadata_and_unknown_keys() -> None:
     tool = ToolDefinition(
         name="rm",
@@ -430,16 +441,117 @@ def test_deep_nesting_is_a_problem_not_a_crash() -> None:
         deep = {"type": "object", "properties": {"a": deep}}
     with pytest.raises(CatalogFormatError) as caught:
         load_catalog([{"name": "deep", "parameters": deep}])
-    assert str(caught.value) == "entry 0 ('deep'): 'parameters': nested deeper than 256 levels"
+    assert str(caught.value) == (
+        f"entry 0 ('deep'): 'parameters': nested deeper than {MAX_NESTING} levels"
+    )
     with pytest.raises(StrictSchemaError) as strict:
         strict_schema(deep)
-    assert strict.value.reason == "nested deeper than 256 levels"
+    assert strict.value.reason == f"nested deeper than {MAX_NESTING} levels"
     nested: list[Any] = []
     for _ in range(300):
         nested = [nested]
     report = load_catalog_report([{"name": "lists", "parameters": {"enum": nested}}, {"name": "b"}])
     assert [tool.name for tool in report.tools] == ["b"]
     assert len(report.problems) == 1
+
+
+def nested_schema(levels: int) -> dict[str, Any]:
+    """A schema whose JSON nests ``levels`` containers deep (two per object level)."""
+    schema: dict[str, Any] = {"type": "string"}
+    depth = 1
+    while depth + 2 <= levels:
+        schema = {"type": "object", "properties": {"a": schema}}
+        depth += 2
+    return schema if depth == levels else {"not": schema}
+
+
+def json_depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(json_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(json_depth, value), default=0)
+    return 0
+
+
+@pytest.mark.parametrize("shape", CATALOG_FORMATS)
+def test_the_deepest_schema_a_catalog_loads_exports_and_loads_again(shape: CatalogFormat) -> None:
+    deepest = nested_schema(MAX_NESTING)
+    assert json_depth(deepest) == MAX_NESTING
+    extra = {"x-deep": nested_schema(MAX_NESTING)}  # kept as an extra key, deeper in the export
+    [tool] = load_catalog([{"name": "deep", "parameters": deepest, **extra}])
+
+    exported = export_catalog([tool], shape)
+    text = json.dumps(exported)  # the writer the CLI uses refuses past 254 levels; check it too
+    assert "[MaxDepth]" not in text
+    [again] = load_catalog(json.loads(text))
+    assert again.parameters == deepest
+    with pytest.raises(CatalogFormatError, match=f"nested deeper than {MAX_NESTING} levels"):
+        load_catalog([{"name": "deep", "parameters": nested_schema(MAX_NESTING + 1)}])
+
+
+def test_a_schema_no_catalog_can_carry_is_refused_by_export_not_cut() -> None:
+    too_deep = ToolDefinition("deep", parameters=nested_schema(MAX_NESTING + 1))
+    cyclic: dict[str, Any] = {"type": "object"}
+    cyclic["properties"] = {"self": cyclic}
+    holds_itself = ToolDefinition("cyclic", parameters=cyclic)
+    for shape in CATALOG_FORMATS:
+        for tool in (too_deep, holds_itself):
+            with pytest.raises(CatalogFormatError) as caught:
+                export_catalog([ToolDefinition("fine", parameters=EMPTY), tool], shape)
+            assert (caught.value.index, caught.value.name) == (1, tool.name)
+            assert "nested deeper than" in caught.value.problem
+
+
+def test_values_a_message_quotes_are_cut_short_however_deep() -> None:
+    deep = "[" * 1000 + "]" * 1000  # within what the JSON reader takes, past Python's repr
+    report = load_catalog_report(f'[{{"name": "a", "type": {deep}}}, {{"name": "b"}}]'.encode())
+    assert [tool.name for tool in report.tools] == ["b"]
+    [problem] = report.problems
+    assert problem.message == f"entry 0 ('a'): type {'[' * 40!r} is not a function tool"
+    rpc_error = f'{{"jsonrpc": "2.0", "id": 1, "error": {{"message": {deep}}}}}'.encode()
+    with pytest.raises(CatalogFormatError) as caught:
+        load_catalog(rpc_error)
+    assert str(caught.value) == f"catalog: JSON-RPC error response: {'[' * 200}"
+
+
+def test_integers_beyond_64_bits_keep_every_digit(tmp_path: Path) -> None:
+    wide = 2**64 + 1
+    schema = {"type": "integer", "enum": [wide, -(2**63) - 1], "maximum": 10**30}
+    document = json.dumps([{"name": "a", "parameters": schema}])
+    path = tmp_path / "wide.json"
+    path.write_text(document)
+    lines = tmp_path / "wide.jsonl"
+    lines.write_text(json.dumps({"name": "a", "parameters": schema}) + "\n")
+    for source in (document.encode(), path, lines):
+        [tool] = load_catalog(source)
+        assert tool.parameters == schema
+        assert [type(value) for value in schema["enum"]] == [int, int]  # type: ignore[union-attr]
+    # A 19-digit run inside a string sends the text to Python's reader, which agrees.
+    [named] = load_catalog(b'[{"name": "a1234567890123456789", "parameters": {"maximum": 1.5}}]')
+    assert named.parameters == {"maximum": 1.5}
+
+
+def test_strict_mode_refuses_references_that_multiply_instead_of_inlining_them() -> None:
+    # Each level's four properties refer to the next level with a sibling description, so
+    # inlining makes 4**levels schemas from a few kilobytes.
+    levels = 12
+    defs: dict[str, Any] = {f"l{levels}": {"type": "string"}}
+    for level in range(levels - 1, -1, -1):
+        link = {"$ref": f"#/$defs/l{level + 1}", "description": "next"}
+        defs[f"l{level}"] = {
+            "type": "object",
+            "properties": {f"p{n}": link for n in range(4)},
+            "required": [f"p{n}" for n in range(4)],
+            "additionalProperties": False,
+        }
+    schema = {"type": "object", "properties": {"root": {"$ref": "#/$defs/l0", "x": 1}}}
+    schema["$defs"] = defs
+    with pytest.raises(StrictSchemaError) as caught:
+        strict_schema(schema)
+    assert caught.value.reason == (
+        f"inlining its '$ref's would make more than {MAX_STRICT_SCHEMAS} schemas"
+    )
+    assert "/properties/p" in caught.value.pointer  # where inlining ran out
 
 
 def test_a_tool_with_a_result_field_is_not_taken_for_json_rpc() -> None:

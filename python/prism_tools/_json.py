@@ -26,11 +26,28 @@ _INT64_MIN, _UINT64_MAX = -(2**63), 2**64 - 1
 # Half of a UTF-16 pair standing alone: UTF-8 has no spelling for it, and a JSON decoder makes
 # one from a model's "\\ud800".
 LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+# The shortest run of digits that can spell an integer beyond 64 bits.
+_WIDE_INTEGER: Final = re.compile(rb"\d{19}")
 
 
 def dumps(value: Any) -> bytes:
     """Compact JSON bytes; raises ``JSONEncodeError`` for values JSON cannot hold."""
     return orjson.dumps(value)
+
+
+def dumps_exact(value: Any) -> bytes:
+    """``dumps`` for documents whose numbers must be written as they are (exported catalogs):
+    orjson refuses an integer beyond 64 bits, so a value holding one is written by Python's
+    ``json`` instead, every digit kept. Raises ``ValueError`` for what JSON cannot hold."""
+    try:
+        return orjson.dumps(value)
+    except JSONEncodeError:
+        pass  # not raised from here, so a refusal below does not carry orjson's as context
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return text.encode("utf-8")
+    except (TypeError, ValueError, RecursionError) as err:  # UnicodeEncodeError: a lone surrogate
+        raise ValueError(f"cannot be written as JSON: {err}") from None
 
 
 def dumps_canonical(value: Any) -> bytes:
@@ -150,6 +167,20 @@ def _plain(value: Any, depth: int, ancestors: set[int]) -> Any:
 
 def loads(data: bytes | str) -> Any:
     return orjson.loads(data)
+
+
+def loads_exact(data: bytes) -> Any:
+    """``loads`` for documents whose numbers must survive as written (tool catalogs): orjson
+    reads an integer beyond 64 bits as the nearest float, so text that may hold one (a run of
+    19 digits) is read again by Python's ``json``, which keeps every digit. The text is
+    orjson's to accept or refuse, so both readers give the same errors."""
+    value = orjson.loads(data)
+    if _WIDE_INTEGER.search(data) is None:
+        return value
+    try:
+        return json.loads(data)
+    except RecursionError:
+        return value  # deeper than Python's reader goes: callers refuse that nesting anyway
 
 
 def loads_stored(text: bytes | str) -> Any:

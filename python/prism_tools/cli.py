@@ -160,6 +160,15 @@ def _progress_printer(err: TextIO) -> Callable[[int, int], None] | None:
     return report
 
 
+def _terminal(text: str) -> str:
+    """Text from a catalog as a terminal should get it: control and format characters (escape
+    sequences, line breaks, bidirectional overrides) written as their escapes, so a catalog
+    cannot clear the screen, retitle the window or fake a line of this command's output."""
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else ascii(char)[1:-1] for char in text)
+
+
 def _argument_text(text: str) -> str:
     """A command-line argument as JSON output can hold it: bytes that were not UTF-8 (Python
     keeps them as lone surrogates) are shown as ``\\xNN`` escapes."""
@@ -206,9 +215,11 @@ def _format_check(source: str, shape: str, result: CatalogCheck) -> str:
     lines = [f"{source}: {result.tools} tools ({shape})"]
     for problem in result.problems:
         if problem.kind == "invalid_entry":
-            lines.append(f"  {problem.message}")  # already says which entry
+            lines.append(f"  {_terminal(problem.message)}")  # already says which entry
         else:
-            lines.append(f"  entry {problem.index} ({problem.name!r}): {problem.message}")
+            lines.append(
+                f"  entry {problem.index} ({problem.name!r}): {_terminal(problem.message)}"
+            )
     if result.without_schema:
         lines.append(f"  {result.without_schema} tool(s) have no parameters schema")
     verdict = "ok" if result.ok else f"{len(result.problems)} problem(s)"
@@ -243,13 +254,13 @@ def _search(source: str, query: str, k: int, as_json: bool, out: TextIO) -> int:
         out.write(f"no tool matches {query!r} among {len(tools)} tools\n")
         return 0
     descriptions = {tool.name: tool.description for tool in tools}
-    width = max(len(hit.name) for hit in hits)
+    width = max(len(_terminal(hit.name)) for hit in hits)
     for rank, hit in enumerate(hits, start=1):
         summary = descriptions.get(hit.name, "").strip().splitlines()
         first = summary[0] if summary else ""
         out.write(
-            f"{rank:>2}. {hit.name:<{width}}  {hit.score:7.3f}  "
-            f"[{', '.join(hit.matched)}]  {first[:80]}\n"
+            f"{rank:>2}. {_terminal(hit.name):<{width}}  {hit.score:7.3f}  "
+            f"[{_terminal(', '.join(hit.matched))}]  {_terminal(first[:80])}\n"
         )
     return 0
 
@@ -260,7 +271,11 @@ def _export(source: str, shape: CatalogFormat, strict: bool, out: TextIO) -> int
         document = export_catalog(tools, shape, strict=strict)
     except (CatalogFormatError, ValueError) as error:
         raise CommandError(str(error)) from None
-    out.write(_json.dumps(document).decode("utf-8") + "\n")
+    try:
+        text = _json.dumps_exact(document).decode("utf-8")
+    except ValueError as error:
+        raise CommandError(str(error)) from None
+    out.write(text + "\n")
     return 0
 
 
@@ -358,7 +373,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "list":
             return _list(args.domain, out)
     except CommandError as error:
-        err.write(f"prism-tools {args.command}: {error}\n")
+        err.write(f"prism-tools {args.command}: {_terminal(str(error))}\n")
         return 2
     except KeyboardInterrupt:
         err.write(f"prism-tools {args.command}: interrupted\n")

@@ -42,9 +42,15 @@ EXTRAS_KEY: Final = "catalog_extras"
 """The ``metadata`` key holding provider keys that have no ``ToolDefinition`` field, per family
 (``openai``, ``anthropic``, ``gemini``, ``mcp``, ``plain``): ``{family: {key: value}}``."""
 
-# Nesting past this is refused while copying or converting a schema: check_schema's hard ceiling
-# on schema depth, and well clear of Python's recursion limit.
-MAX_NESTING: Final = 256
+# Nesting past this is refused while loading, converting or exporting a schema or an extra key:
+# what the JSON writer can still write (254 levels) once an exported catalog puts a value at
+# most six levels down (the list, the entry, "metadata", "catalog_extras", the family, the key),
+# with room to spare, and well clear of Python's recursion limit.
+MAX_NESTING: Final = 240
+# A strict schema is refused when inlining its references would make more schemas than this:
+# a few kilobytes of references that each inline several others would otherwise grow
+# exponentially. It is the keyword limit check_schema applies to the result by default.
+MAX_STRICT_SCHEMAS: Final = 10_000
 _NAME_SHOWN: Final = 60
 _KEYS_SHOWN: Final = 6
 _GEMINI_DECLARATIONS: Final = ("function_declarations", "functionDeclarations")
@@ -229,7 +235,7 @@ def _read(
     if suffix in _JSONL_SUFFIXES:
         return _json_lines(data), None
     try:
-        return None, _json.loads(data)
+        return None, _json.loads_exact(data)
     except _json.JSONDecodeError as err:
         lines = [line for line in data.splitlines() if line.strip()]
         if len(lines) >= 2 and _parses_as_object(lines[0]):
@@ -248,13 +254,20 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def _brief(value: Any, limit: int) -> str:
+    """A value from a document, cut short for a message: text as it is, on one line; anything
+    else as the lenient JSON writer writes it, which never raises however deep the value."""
+    text = value if isinstance(value, str) else _json.dumps_lenient(value).decode("utf-8")
+    return _one_line(text)[:limit]
+
+
 def _json_lines(data: bytes) -> list[_Entry]:
     entries: list[_Entry] = []
     for number, line in enumerate(data.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            entries.append(_Entry(len(entries), _json.loads(line)))
+            entries.append(_Entry(len(entries), _json.loads_exact(line)))
         except _json.JSONDecodeError as err:
             entries.append(
                 _Entry(
@@ -275,7 +288,7 @@ def _entries(document: Any) -> list[_Entry]:
         if document.get("error") is not None:
             error = document["error"]
             message = error.get("message") if isinstance(error, Mapping) else error
-            raise CatalogFormatError(f"JSON-RPC error response: {_one_line(str(message))[:200]}")
+            raise CatalogFormatError(f"JSON-RPC error response: {_brief(message, 200)}")
         if "result" not in document:
             raise CatalogFormatError("JSON-RPC response without a 'result'")
         document = document["result"]
@@ -352,7 +365,7 @@ def _detect(entry: Any) -> CatalogFormat:
     if schema_keys == ["input_schema"]:
         return "anthropic"
     if kind is not None:
-        raise _Problem(f"type {_one_line(str(kind))[:40]!r} is not a function tool", name)
+        raise _Problem(f"type {_brief(kind, 40)!r} is not a function tool", name)
     if schema_keys == ["inputSchema"]:
         return "mcp"
     if "name" in entry or schema_keys == ["parameters"]:
@@ -674,6 +687,32 @@ def _extras(tool: ToolDefinition, family: str) -> Mapping[str, JSONValue]:
     return extras if isinstance(extras, Mapping) else {}
 
 
+def _exportable(tools: Sequence[ToolDefinition]) -> Iterator[tuple[int, ToolDefinition]]:
+    """The tools with their positions, each checked to fit in a catalog: a schema or metadata
+    nested past ``MAX_NESTING`` (or holding itself) is a ``CatalogFormatError``, where
+    ``to_plain`` would write ``"[MaxDepth]"`` in its place and the catalog would lose it."""
+    for index, tool in enumerate(tool_definitions(tools)):
+        # Loaded extras sit three levels inside the metadata: {"catalog_extras": {family: {key}}}.
+        for field, value, limit in (
+            ("parameters", tool.parameters, MAX_NESTING),
+            ("metadata", tool.metadata, MAX_NESTING + 3),
+        ):
+            if _nests_past(value, limit):
+                raise CatalogFormatError(
+                    f"{field!r}: nested deeper than {limit} levels", index=index, name=tool.name
+                )
+        yield index, tool
+
+
+def _nests_past(value: Any, limit: int) -> bool:
+    if not isinstance(value, Mapping | list | tuple):
+        return False
+    if limit == 0:
+        return True
+    items = value.values() if isinstance(value, Mapping) else value
+    return any(_nests_past(item, limit - 1) for item in items)
+
+
 def _restore(entry: dict[str, JSONValue], extras: Mapping[str, JSONValue]) -> None:
     for key, value in extras.items():
         if key not in entry:  # a mapped field always wins over a stale extra
@@ -702,7 +741,7 @@ def to_openai_chat(
     first tool and spot that cannot be made strict."""
     return [
         {"type": "function", "function": _openai_function(tool, strict, index)}
-        for index, tool in enumerate(tool_definitions(tools))
+        for index, tool in _exportable(tools)
     ]
 
 
@@ -713,9 +752,11 @@ def to_openai_responses(
     API treats a missing ``strict`` as "make it strict if possible", so a tool with no stored
     ``strict`` is written with ``"strict": false`` unless ``strict=True`` converts it."""
     out: list[dict[str, JSONValue]] = []
-    for index, tool in enumerate(tool_definitions(tools)):
+    for index, tool in _exportable(tools):
         entry: dict[str, JSONValue] = {"type": "function"}
         entry.update(_openai_function(tool, strict, index))
+        # A "type" kept among the Chat function's extras has no place here: the entry's own wins.
+        entry["type"] = "function"
         entry.setdefault("strict", False)
         out.append(entry)
     return out
@@ -725,7 +766,7 @@ def to_anthropic(tools: Sequence[ToolDefinition]) -> list[dict[str, JSONValue]]:
     """Anthropic Messages ``tools`` entries (the provider's mapping plus stored extras such as
     ``cache_control``)."""
     out: list[dict[str, JSONValue]] = []
-    for tool in tool_definitions(tools):
+    for _, tool in _exportable(tools):
         entry = anthropic_tool(tool)
         _restore(entry, _extras(tool, "anthropic"))
         out.append(entry)
@@ -740,7 +781,7 @@ def to_gemini(
     OpenAPI-subset ``Schema``; ``json_schema=True`` sends them as ``parameters_json_schema``
     (full JSON Schema) instead. A tool without parameters has no schema key."""
     declarations: list[JSONValue] = []
-    for tool in tool_definitions(tools):
+    for _, tool in _exportable(tools):
         declaration: dict[str, JSONValue] = {"name": tool.name}
         if tool.description:
             declaration["description"] = tool.description
@@ -756,7 +797,7 @@ def to_mcp(tools: Sequence[ToolDefinition]) -> list[dict[str, JSONValue]]:
     """MCP ``tools/list`` tools (``{"name", "description", "inputSchema"}`` plus stored extras
     such as ``title`` and ``annotations``); wrap as ``{"tools": ...}`` for a result."""
     out: list[dict[str, JSONValue]] = []
-    for tool in tool_definitions(tools):
+    for _, tool in _exportable(tools):
         entry: dict[str, JSONValue] = {"name": tool.name}
         if tool.description:
             entry["description"] = tool.description
@@ -772,7 +813,7 @@ def to_plain_catalog(tools: Sequence[ToolDefinition]) -> list[dict[str, JSONValu
     """Plain entries ``{"name", "description", "parameters"}``, plus ``kind``, ``exclusive``
     and ``metadata`` when set: the one shape that keeps every data field of a definition."""
     out: list[dict[str, JSONValue]] = []
-    for tool in tool_definitions(tools):
+    for _, tool in _exportable(tools):
         entry: dict[str, JSONValue] = {"name": tool.name}
         if tool.description:
             entry["description"] = tool.description
@@ -894,6 +935,7 @@ def strict_schema(
 class _Strict:
     def __init__(self, root: dict[str, JSONValue]) -> None:
         self.root = root
+        self.schemas_left = MAX_STRICT_SCHEMAS
 
     def resolve(self, ref: str, pointer: str) -> Mapping[str, JSONValue]:
         if ref != "#" and not ref.startswith("#/"):
@@ -916,6 +958,12 @@ class _Strict:
     ) -> dict[str, JSONValue]:
         if depth > MAX_NESTING:
             raise _StrictFail("", f"nested deeper than {MAX_NESTING} levels")
+        self.schemas_left -= 1
+        if self.schemas_left < 0:
+            raise _StrictFail(
+                pointer,
+                f"inlining its '$ref's would make more than {MAX_STRICT_SCHEMAS} schemas",
+            )
         if not isinstance(schema, Mapping):
             raise _StrictFail(pointer, f"a {_kind(schema)} schema cannot be made strict")
         for key in schema:
@@ -1048,6 +1096,8 @@ def _nullable(schema: dict[str, JSONValue]) -> dict[str, JSONValue]:
 __all__ = [
     "CATALOG_FORMATS",
     "EXTRAS_KEY",
+    "MAX_NESTING",
+    "MAX_STRICT_SCHEMAS",
     "STRICT_UNSUPPORTED",
     "CatalogFormat",
     "CatalogFormatError",

@@ -5,8 +5,9 @@ plain data (and to JSON) again each turn costs time proportional to the catalog;
 never changes (``ToolDefinition`` is frozen), so its payload is built the first time it is sent
 and kept, keyed by the definition object itself.
 
-A definition whose payload is not JSON (a lone surrogate, NaN or an infinity, an integer beyond
-64 bits) raises ``ToolPayloadError`` each time it is sent, and is not kept.
+A definition whose payload is not JSON (a lone surrogate, NaN or an infinity) raises
+``ToolPayloadError`` each time it is sent, and is not kept. An integer beyond 64 bits is
+written with every digit.
 """
 
 from __future__ import annotations
@@ -24,9 +25,6 @@ from prism_tools.providers.streaming import escape_lone_surrogates
 from prism_tools.types import JSONValue, ToolDefinition
 
 DEFAULT_CACHE_SIZE: Final = 8192
-# The integers orjson writes; JSON allows more, but the fragments are written with orjson.
-_INT64_MIN: Final = -(2**63)
-_UINT64_MAX: Final = 2**64 - 1
 
 
 class ToolPayloadError(PrismError, ValueError):
@@ -68,18 +66,14 @@ def _pointer_token(key: object) -> str:
 def _not_json(value: object, pointer: str) -> tuple[str, str] | None:
     """The first spot in ``value`` that a JSON request cannot carry, and what is wrong there.
 
-    Only what orjson writes without complaint (NaN) or refuses without saying where is looked
-    for; other types are left to orjson's own message.
+    Only what the writer writes without complaint (NaN, as null) or refuses without saying
+    where is looked for; other types are left to the writer's own message.
     """
     if isinstance(value, str):
         problem = _surrogate_problem(value)
         return None if problem is None else (pointer, f"holds a {problem}")
     if isinstance(value, float):
         return None if math.isfinite(value) else (pointer, f"is {value!r}, which JSON lacks")
-    if isinstance(value, int) and not isinstance(value, bool):
-        if _INT64_MIN <= value <= _UINT64_MAX:
-            return None
-        return (pointer, "is an integer beyond 64 bits, which the JSON writer refuses")
     if isinstance(value, dict):
         for key, item in value.items():
             problem = _surrogate_problem(key) if isinstance(key, str) else None
@@ -98,9 +92,10 @@ def _not_json(value: object, pointer: str) -> tuple[str, str] | None:
 
 def _payload_json(tool: ToolDefinition, payload: dict[str, JSONValue]) -> bytes:
     try:
-        data: bytes | None = _json.dumps(payload)
-    except _json.JSONEncodeError as err:
-        data, refusal = None, f"cannot be written as JSON ({err})"
+        # Exact: a schema's integer beyond 64 bits is written with every digit.
+        data: bytes | None = _json.dumps_exact(payload)
+    except ValueError as err:
+        data, refusal = None, str(err)
     # orjson writes NaN and the infinities as null, so only a null can hide one.
     if data is None or b"null" in data:
         found = _not_json(payload, "")
