@@ -10,6 +10,7 @@ import decimal
 import enum
 import functools
 import inspect
+import math
 import re
 import threading
 import types
@@ -115,6 +116,18 @@ class Square(TypedDict):
 
 
 UserId = NewType("UserId", int)
+Tag = NewType("Tag", str)
+
+
+class Mode(enum.Enum):
+    ONE = 1
+    FAST = "fast"
+
+
+class Perm(enum.IntFlag):
+    R = 1
+    W = 2
+    X = 8
 
 
 def context(call_id: str = "call_1") -> ToolExecutionContext:
@@ -290,6 +303,20 @@ CASES: list[tuple[str, object, dict[str, Any], Any, Any]] = [
         decimal.Decimal("0.1"),
     ),
     ("newtype", UserId, {"type": "integer"}, 7, 7),
+    (
+        "dict-newtype-keys",
+        dict[Tag, int],
+        {"type": "object", "additionalProperties": {"type": "integer"}},
+        {"a": 1},
+        {"a": 1},
+    ),
+    (
+        "int-flag",
+        Perm,
+        {"type": "integer", "minimum": 0, "maximum": 11},
+        3,
+        Perm.R | Perm.W,
+    ),
 ]
 
 
@@ -332,6 +359,7 @@ BAD_VALUES: list[tuple[str, object, Any]] = [
     ("dict-bad-value", dict[str, int], {"a": "b"}),
     ("optional-bad", int | None, "x"),
     ("set-duplicates", set[int], [1, 1]),
+    ("int-flag-negative", Perm, -1),
 ]
 
 
@@ -356,10 +384,10 @@ async def test_the_validator_blocks_a_bad_value_and_the_function_does_not_run(
 
 @pytest.mark.parametrize(
     ("hint", "argument"),
-    # The set duplicate and date format are checks only the validator makes (or none does).
-    [case[1:] for case in BAD_VALUES if case[0] != "set-duplicates"]
-    + [(dt.datetime, "next tuesday"), (uuid.UUID, "nope"), (decimal.Decimal, "NaN")],
-    ids=[c[0] for c in BAD_VALUES if c[0] != "set-duplicates"] + ["datetime", "uuid", "decimal"],
+    # Date formats and flag bits are checks the validator does not make.
+    [case[1:] for case in BAD_VALUES]
+    + [(dt.datetime, "next tuesday"), (uuid.UUID, "nope"), (decimal.Decimal, "NaN"), (Perm, 4)],
+    ids=[c[0] for c in BAD_VALUES] + ["datetime", "uuid", "decimal", "int-flag-unknown-bit"],
 )
 async def test_without_a_validator_conversion_fails_as_a_tool_error(
     hint: object, argument: Any
@@ -1046,6 +1074,309 @@ def test_unsupported_signatures_are_type_errors() -> None:
         tool_from_function(lambda x: x)
 
 
+# --- sets, union order, flags, InitVars, names and numbers the schema cannot hold ------------
+
+
+@pytest.mark.parametrize(
+    ("hint", "argument"),
+    [
+        (set[int | bool], [1, True]),  # different in JSON Schema, equal in Python
+        (frozenset[Any], [0, False, "x"]),
+        (set[decimal.Decimal], ["1.0", "1.00"]),
+    ],
+    ids=["int-and-true", "zero-and-false", "equal-decimals"],
+)
+async def test_a_set_never_silently_drops_an_item_python_counts_as_equal(
+    hint: object, argument: list[Any]
+) -> None:
+    received: list[object] = []
+    definition = one_parameter(hint, received)
+
+    result, _ = await dispatch(definition, {"x": argument})  # the validator lets it through
+
+    assert result.error is not None
+    assert result.error.code == "invalid_tool_arguments"
+    assert re.fullmatch(
+        r"Invalid arguments for tool probe: /x: items 0 and 1 are equal in Python, "
+        r"so a set would keep only one of them",
+        result.error.message,
+    )
+    assert received == []
+
+
+@pytest.mark.parametrize("hint", [set, set[Any], frozenset[Any]], ids=["bare", "any", "frozen"])
+@pytest.mark.parametrize("item", [[1], {"a": 1}], ids=["array", "object"])
+async def test_an_unhashable_set_item_is_an_argument_error(hint: object, item: Any) -> None:
+    received: list[object] = []
+    definition = one_parameter(hint, received)
+
+    result, _ = await dispatch(definition, {"x": ["ok", item]})
+
+    assert result.error is not None
+    assert result.error.code == "invalid_tool_arguments"
+    assert result.error.message.startswith(
+        "Invalid arguments for tool probe: /x/1: a set cannot hold this item"
+    )
+    assert received == []
+
+
+async def test_union_members_are_tried_by_the_json_type_of_their_ref_enum_or_any_of() -> None:
+    received: list[object] = []
+
+    @tool(inline=True)
+    def pick(
+        point: Point | dict[str, float],
+        amount: decimal.Decimal | str,
+        mode: Mode | str,
+        movie: Movie | dict[str, Any],
+    ) -> None:
+        received.extend([point, amount, mode, movie])
+
+    arguments = {
+        "point": {"x": 1},
+        "amount": "1.50",
+        "mode": "fast",
+        "movie": {"title": "Alien"},
+    }
+    result, _ = await dispatch(pick, arguments)
+    assert result.error is None
+    assert received == [Point(1.0), decimal.Decimal("1.50"), Mode.FAST, {"title": "Alien"}]
+    assert [type(value) for value in received] == [Point, decimal.Decimal, Mode, dict]
+
+    received.clear()
+    # What the first member refuses still goes to the next one.
+    others = {"point": {"z": 2}, "amount": "lots", "mode": "slow", "movie": {"year": 1979}}
+    result, _ = await dispatch(pick, others)
+    assert result.error is None
+    assert received == [{"z": 2.0}, "lots", "slow", {"year": 1979}]
+
+
+def test_numbers_no_schema_can_hold_are_refused_at_decoration() -> None:
+    annotated_types = pytest.importorskip("annotated_types")
+
+    class Limit(enum.Enum):
+        NONE = math.inf
+        ONE = 1.0
+
+    cases: list[tuple[object, str]] = [
+        (Annotated[float, annotated_types.Lt(math.inf)], "the bound lt of Lt"),
+        (Annotated[float, annotated_types.Gt(math.nan)], "the bound gt of Gt"),
+        (Annotated[int, annotated_types.Le(10**400)], "the bound le of Le"),
+        (Annotated[str, annotated_types.MaxLen(10**400)], "the bound max_length of MaxLen"),
+        (Limit, "the value of "),
+        (Literal[float("inf"), 0.0], "a Literal value"),
+        (Literal[10**5000], "a Literal value"),
+    ]
+    for annotation, reason in cases:
+
+        def f(x: Any) -> None:
+            return None
+
+        f.__annotations__ = {"x": annotation}
+        with pytest.raises(TypeError, match="cannot express parameter 'x' of ") as raised:
+            tool_from_function(f)
+        assert f"{reason}" in str(raised.value)
+        assert "is infinite, NaN or beyond the float range" in str(raised.value)
+
+
+async def test_a_default_no_schema_can_hold_is_not_shown_and_still_applies() -> None:
+    received: list[object] = []
+
+    @tool(inline=True)
+    def scale(
+        factor: float = math.inf, big: int = 10**400, both: tuple[int, ...] = (1, 10**400)
+    ) -> None:
+        received.extend([factor, big, both])
+
+    assert scale.parameters is not None
+    check_schema(scale.parameters)
+    assert scale.parameters["properties"] == {
+        "factor": {"type": "number"},
+        "big": {"type": "integer"},
+        "both": {"type": "array", "items": {"type": "integer"}},
+    }
+    result, _ = await dispatch(scale, {})
+    assert result.error is None
+    assert received == [math.inf, 10**400, (1, 10**400)]
+
+
+async def test_defs_names_are_made_safe_for_refs_and_stay_unique() -> None:
+    received: list[object] = []
+    config = TypedDict("cfg/v2", {"a": int})  # type: ignore[misc]  # noqa: UP013 - not a name
+    spaced = dataclasses.make_dataclass("Box 2", [("w", int)])
+    underscored = dataclasses.make_dataclass("Box_2", [("h", int)])
+
+    def take(c: Any, b: Any, u: Any) -> None:
+        received.extend([c, b, u])
+
+    take.__annotations__ = {"c": config, "b": spaced, "u": underscored}
+    definition = tool_from_function(take, inline=True)
+    assert definition.parameters is not None
+    check_schema(definition.parameters)
+    assert definition.parameters["properties"] == {
+        "c": {"$ref": "#/$defs/cfg_v2"},
+        "b": {"$ref": "#/$defs/Box_2"},
+        "u": {"$ref": "#/$defs/Box_22"},
+    }
+    assert list(definition.parameters["$defs"]) == ["cfg_v2", "Box_2", "Box_22"]
+
+    result, _ = await dispatch(definition, {"c": {"a": 1}, "b": {"w": 2}, "u": {"h": 3}})
+    assert result.error is None
+    assert received == [{"a": 1}, spaced(2), underscored(3)]
+
+
+@dataclasses.dataclass
+class Price:
+    cents: int
+    currency: dataclasses.InitVar[str]
+    rate: dataclasses.InitVar[float] = 1.0
+    label: str = dataclasses.field(init=False)
+
+    def __post_init__(self, currency: str, rate: float) -> None:
+        self.label = f"{self.cents * rate:g} {currency}"
+
+
+async def test_dataclass_init_vars_are_properties_passed_to_the_constructor() -> None:
+    labels: list[str] = []
+
+    @tool(inline=True)
+    def charge(price: Price) -> None:
+        labels.append(price.label)
+
+    assert charge.parameters is not None
+    assert charge.parameters["$defs"]["Price"] == {
+        "type": "object",
+        "properties": {
+            "cents": {"type": "integer"},
+            "currency": {"type": "string"},
+            "rate": {"type": "number", "default": 1.0},
+        },
+        "required": ["cents", "currency"],
+        "additionalProperties": False,
+    }
+    result, _ = await dispatch(charge, {"price": {"cents": 5, "currency": "EUR"}})
+    assert result.error is None
+    result, _ = await dispatch(charge, {"price": {"cents": 5, "currency": "EUR", "rate": 2}})
+    assert result.error is None
+    assert labels == ["5 EUR", "10 EUR"]
+
+    blocked, _ = await dispatch(charge, {"price": {"cents": 5}}, validate=False)
+    assert blocked.error is not None
+    assert blocked.error.message == (
+        "Invalid arguments for tool charge: /price: missing required property 'currency' for Price"
+    )
+    assert labels == ["5 EUR", "10 EUR"]
+
+
+class Refused(Exception):
+    pass
+
+
+@dataclasses.dataclass
+class Span:
+    lo: int
+    hi: int
+
+    def __post_init__(self) -> None:
+        if self.lo == 0:
+            raise Refused("lo may not be 0")
+        if self.lo == 1:
+            raise KeyError("lo")
+        assert self.lo <= self.hi, "lo must be <= hi"
+
+
+@pytest.mark.parametrize(
+    ("lo", "reason", "cause"),
+    [
+        (5, "lo must be <= hi", AssertionError),
+        (0, "lo may not be 0", Refused),
+        (1, "'lo'", KeyError),
+    ],
+)
+async def test_any_exception_from_post_init_is_an_argument_error(
+    lo: int, reason: str, cause: type[Exception]
+) -> None:
+    ran: list[Span] = []
+
+    @tool(inline=True)
+    def width(span: Span) -> int:
+        ran.append(span)
+        return span.hi - span.lo
+
+    arguments = {"span": {"lo": lo, "hi": 2}}
+    with pytest.raises(ArgumentConversionError) as raised:
+        width.execute(arguments, context())  # type: ignore[misc]
+    # startswith: pytest's assert rewriting appends its own explanation to the assert's text.
+    assert str(raised.value).startswith(
+        f"Invalid arguments for tool width: /span: could not build Span: {reason}"
+    )
+    assert isinstance(raised.value.__cause__, cause)
+
+    result, _ = await dispatch(width, arguments)
+    assert result.error is not None
+    assert result.error.code == "invalid_tool_arguments"
+    assert ran == []
+
+
+async def test_an_int_flag_takes_any_combination_of_its_bits() -> None:
+    received: list[object] = []
+
+    @tool(inline=True)
+    def chmod(mode: Perm = Perm.R | Perm.W) -> None:
+        received.append(mode)
+
+    assert chmod.parameters is not None
+    assert chmod.parameters["properties"]["mode"] == {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": 11,
+        "default": 3,
+    }
+    for value in (3, 0, 11):
+        result, _ = await dispatch(chmod, {"mode": value})
+        assert result.error is None
+    assert received == [Perm.R | Perm.W, Perm(0), Perm.R | Perm.W | Perm.X]
+    assert all(type(mode) is Perm for mode in received)
+
+    refused, _ = await dispatch(chmod, {"mode": 4}, validate=False)  # no member has bit 4
+    assert refused.error is not None
+    assert refused.error.message == (
+        "Invalid arguments for tool chmod: /mode: expected a combination of Perm flags "
+        "(an integer from 0 to 11)"
+    )
+    assert len(received) == 3
+
+
+@pytest.mark.parametrize(
+    ("hint", "reason"),
+    [
+        (set[list[int]], "set items must be hashable, and list[int] never is"),
+        (frozenset[Point], "set items must be hashable, and test_function_tools.Point never is"),
+        (set[Movie], "set items must be hashable, and test_function_tools.Movie never is"),
+        (set[dict[str, int] | list[int]], "set items must be hashable"),
+    ],
+    ids=["list", "dataclass", "typeddict", "union"],
+)
+def test_set_items_that_can_never_be_hashed_are_refused(hint: object, reason: str) -> None:
+    def f(x: Any) -> None:
+        return None
+
+    f.__annotations__ = {"x": hint}
+    with pytest.raises(TypeError, match="cannot express parameter 'x' of ") as raised:
+        tool_from_function(f)
+    assert reason in str(raised.value)
+
+
+def test_a_decimal_takes_an_integer_beyond_the_str_digit_limit() -> None:
+    received: list[object] = []
+    definition = one_parameter(decimal.Decimal, received)
+    huge = 10**5000
+
+    assert definition.execute is not None
+    assert definition.execute({"x": huge}, context()) == "ok"
+    assert received == [decimal.Decimal(huge)]
+
+
 # --- pydantic ----------------------------------------------------------------------------------
 
 
@@ -1125,6 +1456,36 @@ def test_pydantic_definition_named_like_one_of_ours_is_renamed() -> None:
     assert defs["Inner"]["properties"] == {"count": {"type": "integer"}}
     assert defs["Inner2"]["properties"] == {"label": {"title": "Label", "type": "string"}}
     assert defs["Outer"]["properties"]["inner"] == {"$ref": "#/$defs/Inner2"}
+
+
+async def test_pydantic_field_pattern_reaches_the_schema() -> None:
+    pydantic = pytest.importorskip("pydantic", reason="pydantic is an optional integration")
+    received: list[object] = []
+
+    @tool(inline=True)
+    def lookup(
+        sku: Annotated[str, pydantic.Field(pattern=r"^[A-Z]{3}-\d+$", max_length=12)],
+    ) -> None:
+        received.append(sku)
+
+    assert lookup.parameters is not None
+    assert lookup.parameters["properties"]["sku"] == {
+        "type": "string",
+        "maxLength": 12,
+        "pattern": r"^[A-Z]{3}-\d+$",
+    }
+    blocked, events = await dispatch(lookup, {"sku": "not a sku"})
+    assert blocked.error is not None
+    assert events[-1].reason == "validation_failed"
+    result, _ = await dispatch(lookup, {"sku": "ABC-12"})
+    assert result.error is None
+    assert received == ["ABC-12"]
+
+    def lookbehind(x: Annotated[str, pydantic.Field(pattern=r"(?<=a)b")]) -> None:
+        return None
+
+    with pytest.raises(TypeError, match=re.escape("pattern '(?<=a)b' is not a regular expression")):
+        tool_from_function(lookbehind)
 
 
 # --- works with the rest of the harness -------------------------------------------------------

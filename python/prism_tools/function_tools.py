@@ -37,8 +37,9 @@ from pathlib import PurePath
 from typing import Annotated, Any, Literal, NotRequired, Required, TypeAlias, overload
 
 from prism_tools import _json
-from prism_tools.errors import PrismError
+from prism_tools.errors import PrismError, SchemaGuardError
 from prism_tools.types import JSONValue, ToolDefinition, ToolExecutionContext, ToolKind
+from prism_tools.validation import check_schema
 
 __all__ = [
     "ArgumentConversionError",
@@ -261,6 +262,37 @@ def _class_doc(cls: type) -> str | None:
 # Values: JSON defaults and the converters from JSON back to the annotated types.
 
 
+_NOT_A_SCHEMA_NUMBER = "is infinite, NaN or beyond the float range, which no schema can hold"
+
+
+def _fits_json_number(value: object) -> bool:
+    """Whether a number may stand in a schema: JSON has no infinity or NaN, and the schema
+    guard reads an integer beyond 64 bits as a float, so one past the float range is refused."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return True
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        return False
+
+
+def _non_json_number_at(schema: JSONValue, path: str = "") -> str | None:
+    """The JSON Pointer of the first number in ``schema`` that cannot be in a schema, or None."""
+    if isinstance(schema, dict):
+        for key, item in schema.items():
+            found = _non_json_number_at(item, f"{path}/{key.replace('~', '~0').replace('/', '~1')}")
+            if found is not None:
+                return found
+    elif isinstance(schema, list):
+        for position, item in enumerate(schema):
+            found = _non_json_number_at(item, f"{path}/{position}")
+            if found is not None:
+                return found
+    elif not _fits_json_number(schema):
+        return path or "/"
+    return None
+
+
 class _NotJSON(Exception):
     pass
 
@@ -269,10 +301,10 @@ def _to_json(value: object) -> JSONValue:
     """``value`` as plain JSON for a schema ``default``; ``_NotJSON`` when it has no such form."""
     if isinstance(value, enum.Enum):
         return _to_json(value.value)
-    if value is None or isinstance(value, bool | str | int):
+    if value is None or isinstance(value, bool | str):
         return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
+    if isinstance(value, int | float):
+        if not _fits_json_number(value):
             raise _NotJSON
         return value
     if isinstance(value, list | tuple):
@@ -374,7 +406,10 @@ def _parse_time(text: str) -> object:
 def _convert_decimal(value: object) -> object:
     if isinstance(value, decimal.Decimal):
         return value
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if isinstance(value, int) and not isinstance(value, bool):
+        # Exact, and no str() round trip: that refuses ints past Python's digit limit.
+        number = decimal.Decimal(value)
+    elif isinstance(value, float):
         # str() first: Decimal(0.1) would carry the binary float's full expansion.
         number = decimal.Decimal(str(value))
     elif isinstance(value, str):
@@ -423,23 +458,52 @@ def _enum_schema(values: list[JSONValue]) -> Schema:
     return {"enum": values}
 
 
+def _items(item: Convert, value: object) -> list[object]:
+    """The converted items of a JSON array."""
+    if not isinstance(value, list | tuple):
+        raise _Mismatch("expected an array")
+    if item is _identity:
+        return list(value)
+    out: list[object] = []
+    for position, element in enumerate(value):
+        try:
+            out.append(item(element))
+        except _Mismatch as err:
+            err.parts.append(str(position))
+            raise
+    return out
+
+
 def _sequence(item: Convert, build: Callable[[list[object]], object]) -> Convert:
     def convert(value: object) -> object:
-        if not isinstance(value, list | tuple):
-            raise _Mismatch("expected an array")
-        if item is _identity:
-            return build(list(value))
-        out: list[object] = []
-        for position, element in enumerate(value):
+        return build(_items(item, value))
+
+    return convert
+
+
+def _unique_set(item: Convert, build: Callable[[Mapping[object, int]], object]) -> Convert:
+    """A converter to a set that loses nothing: JSON Schema's ``uniqueItems`` lets ``1`` and
+    ``true`` (or ``"1.0"`` and ``"1.00"`` as decimals) through, but Python counts them equal
+    and a set would silently keep only one."""
+
+    def convert(value: object) -> object:
+        items = _items(item, value)
+        first_at: dict[object, int] = {}
+        for position, element in enumerate(items):
             try:
-                out.append(item(element))
-            except _Mismatch as err:
+                first = first_at.setdefault(element, position)
+            except TypeError:
+                err = _Mismatch(
+                    f"a set cannot hold this item ({_json_kind(element)}: not hashable in Python)"
+                )
                 err.parts.append(str(position))
-                raise
-        try:
-            return build(out)
-        except TypeError as err:
-            raise _Mismatch(f"items cannot form a set ({err})") from None
+                raise err from None
+            if first != position:
+                raise _Mismatch(
+                    f"items {first} and {position} are equal in Python, "
+                    f"so a set would keep only one of them"
+                )
+        return build(first_at)
 
     return convert
 
@@ -520,8 +584,9 @@ def _constructor(cls: Callable[..., object], label: str) -> Callable[[dict[str, 
     def build(values: dict[str, object]) -> object:
         try:
             return cls(**values)
-        except (TypeError, ValueError) as err:
-            raise _Mismatch(f"could not build {label}: {_json.text_of(err)}") from None
+        except Exception as err:  # a refusing __post_init__ may assert or raise anything
+            reason = _json.text_of(err) or type(err).__name__
+            raise _Mismatch(f"could not build {label}: {reason}") from err
 
     return build
 
@@ -540,6 +605,7 @@ _LIST_ORIGINS: frozenset[object] = frozenset(
 )
 _SET_ORIGINS: frozenset[object] = frozenset((set, frozenset, cabc.Set, cabc.MutableSet))
 _MAP_ORIGINS: frozenset[object] = frozenset((dict, cabc.Mapping, cabc.MutableMapping))
+_UNSAFE_DEF_NAME = re.compile(r"[^A-Za-z0-9_.-]")  # what a $defs name keeps (pydantic's set)
 _DECIMAL_STRING = r"^\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$"
 # annotated-types style constraints: attribute -> JSON Schema keyword (numbers).
 _NUMBER_BOUNDS = (
@@ -605,6 +671,27 @@ def _hints(
         raise _Unsupported(f"cannot resolve the type hints of {label}: {err}") from None
 
 
+def _never_hashable(tp: object) -> bool:
+    """Whether every value converted to ``tp`` is unhashable, so no set can hold one."""
+    origin = typing.get_origin(tp)
+    if origin is Annotated:
+        return _never_hashable(typing.get_args(tp)[0])
+    if isinstance(tp, typing.NewType):
+        return _never_hashable(tp.__supertype__)
+    if origin is typing.Union or origin is types.UnionType:
+        return all(_never_hashable(member) for member in typing.get_args(tp))
+    if origin is tuple:
+        args = typing.get_args(tp)
+        # tuple[T, ...] may be empty, and () is hashable.
+        return Ellipsis not in args and any(_never_hashable(arg) for arg in args)
+    if origin in _LIST_ORIGINS or origin in _MAP_ORIGINS or origin in (set, cabc.MutableSet):
+        return True  # converted to a list, dict or set
+    if origin is None and isinstance(tp, type):
+        # list, dict, set, TypedDicts (dicts), and eq=True dataclasses that are not frozen.
+        return getattr(tp, "__hash__", None) is None
+    return False
+
+
 class _Builder:
     """Builds schemas and converters for one function; named types collect in ``defs``."""
 
@@ -618,6 +705,8 @@ class _Builder:
     # -- helpers
 
     def _unique(self, name: str, taken: Mapping[str, object] | None = None) -> str:
+        # A class name goes into "#/$defs/<name>" as is: "cfg/v2" or "Box 2" would break it.
+        name = _UNSAFE_DEF_NAME.sub("_", name) or "Definition"
         candidate, number = name, 1
         while candidate in self.defs or (taken is not None and candidate in taken):
             number += 1
@@ -690,13 +779,36 @@ class _Builder:
                 for constraint in getattr(item, "metadata", ()):
                     if (type(constraint).__module__ or "").startswith("annotated_types"):
                         self._constraint(schema, constraint)
+                    else:
+                        # pydantic keeps pattern= in a general-metadata object of its own.
+                        self._pattern(schema, getattr(constraint, "pattern", None))
             # Other metadata is for other consumers; typing says to ignore what we don't know.
         return schema
+
+    @staticmethod
+    def _pattern(schema: Schema, pattern: object) -> None:
+        if isinstance(pattern, re.Pattern):
+            pattern = pattern.pattern
+        if not isinstance(pattern, str):
+            return
+        # The validator's regex engine is not Python's re: refuse now what it would refuse at
+        # every call.
+        try:
+            check_schema({"type": "string", "pattern": pattern})
+        except SchemaGuardError:
+            raise _Unsupported(
+                f"pattern {pattern!r} is not a regular expression the schema validator accepts"
+            ) from None
+        schema["pattern"] = pattern
 
     def _constraint(self, schema: Schema, item: object) -> None:
         for attribute, keyword in _NUMBER_BOUNDS:
             bound = getattr(item, attribute, None)
             if isinstance(bound, int | float) and not isinstance(bound, bool):
+                if not _fits_json_number(bound):
+                    raise _Unsupported(
+                        f"the bound {attribute} of {type(item).__name__} {_NOT_A_SCHEMA_NUMBER}"
+                    )
                 schema[keyword] = bound
         kind = schema.get("type")
         kinds = [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else []
@@ -704,6 +816,10 @@ class _Builder:
         for index, attribute in enumerate(("min_length", "max_length")):
             bound = getattr(item, attribute, None)
             if isinstance(bound, int) and not isinstance(bound, bool):
+                if not _fits_json_number(bound):
+                    raise _Unsupported(
+                        f"the bound {attribute} of {type(item).__name__} {_NOT_A_SCHEMA_NUMBER}"
+                    )
                 for target in targets:
                     schema[_LENGTH_KEYWORDS[target][index]] = bound
 
@@ -722,17 +838,7 @@ class _Builder:
             schema = {"anyOf": schemas}
         # Try the members whose JSON type is exactly the value's first (an int picks ``int``
         # over ``float``), then the rest in declaration order.
-        options: list[tuple[frozenset[str], Convert]] = []
-        for member_schema, member_convert in built:
-            kind = member_schema.get("type")
-            kinds_of = (
-                frozenset((kind,))
-                if isinstance(kind, str)
-                else frozenset(k for k in kind if isinstance(k, str))
-                if isinstance(kind, list)
-                else frozenset()
-            )
-            options.append((kinds_of, member_convert))
+        options = [(self._json_types(s), member_convert) for s, member_convert in built]
 
         def convert(value: object) -> object:
             kind = _json_kind(value)
@@ -752,12 +858,41 @@ class _Builder:
 
         return schema, convert
 
+    def _json_types(self, schema: JSONValue, seen: frozenset[str] = frozenset()) -> frozenset[str]:
+        """The JSON types a value of ``schema`` can have, as far as the schema says: its
+        ``type``, the types of its ``enum``/``const`` values, a ``$ref``'s definition, or the
+        union over ``anyOf``/``oneOf``. Empty when it does not say (``{}`` takes anything)."""
+        if not isinstance(schema, dict):
+            return frozenset()
+        kind = schema.get("type")
+        if isinstance(kind, str):
+            return frozenset((kind,))
+        if isinstance(kind, list):
+            return frozenset(k for k in kind if isinstance(k, str))
+        if "const" in schema:
+            return frozenset((_json_kind(schema["const"]),))
+        values = schema.get("enum")
+        if isinstance(values, list):
+            return frozenset(_json_kind(value) for value in values)
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref not in seen:
+            return self._json_types(self.defs.get(ref[len("#/$defs/") :]), seen | {ref})
+        for keyword in ("anyOf", "oneOf"):
+            members = schema.get(keyword)
+            if isinstance(members, list):
+                kinds = [self._json_types(member, seen) for member in members]
+                # One member that says nothing takes any value: then neither does the whole.
+                return frozenset().union(*kinds) if all(kinds) else frozenset()
+        return frozenset()
+
     def _literal(self, values: tuple[object, ...]) -> tuple[Schema, Convert]:
         pairs: list[tuple[JSONValue, object]] = []
         for value in values:
             json_value = value.value if isinstance(value, enum.Enum) else value
             if json_value is not None and not isinstance(json_value, str | int | float | bool):
                 raise _Unsupported(f"Literal value {value!r} is not a JSON scalar")
+            if not _fits_json_number(json_value):
+                raise _Unsupported(f"a Literal value {_NOT_A_SCHEMA_NUMBER}")
             pairs.append((json_value, value))
         json_values = [json_value for json_value, _ in pairs]
         expected = "one of " + ", ".join(repr(v) for v in json_values)
@@ -775,11 +910,17 @@ class _Builder:
                 schema["items"] = item_schema
             return schema, _sequence(item, list)
         if origin in _SET_ORIGINS:
-            item_schema, item = self.build(args[0] if args else Any)
+            item_type = args[0] if args else Any
+            item_schema, item = self.build(item_type)
+            if _never_hashable(item_type):
+                raise _Unsupported(
+                    f"set items must be hashable, and {_type_name(item_type)} never is "
+                    f"(take a list instead)"
+                )
             schema = {"type": "array", "uniqueItems": True}
             if item_schema:
                 schema["items"] = item_schema
-            return schema, _sequence(item, set if origin in (set, cabc.MutableSet) else frozenset)
+            return schema, _unique_set(item, set if origin in (set, cabc.MutableSet) else frozenset)
         if origin is tuple:
             return self._tuple(tp, args)
         if origin in _MAP_ORIGINS:
@@ -811,6 +952,8 @@ class _Builder:
 
     def _dict(self, args: tuple[object, ...]) -> tuple[Schema, Convert]:
         key_type, value_type = args if args else (str, Any)
+        while isinstance(key_type, typing.NewType):
+            key_type = key_type.__supertype__  # NewType("Key", str) keys are plain strings
         schema: Schema = {"type": "object"}
         key: Convert = _identity
         if key_type is not str and key_type is not Any:
@@ -877,6 +1020,8 @@ class _Builder:
         raise _Unsupported(f"{_type_name(tp)} is not a supported type")
 
     def _enum(self, tp: type[enum.Enum]) -> tuple[Schema, Convert]:
+        if issubclass(tp, enum.Flag):
+            return self._flag(tp)
         pairs: list[tuple[JSONValue, object]] = []
         for member in tp:
             if member.value is not None and not isinstance(member.value, str | int | float):
@@ -884,11 +1029,45 @@ class _Builder:
                     f"{_type_name(tp)} has a member whose value is not a string or number "
                     f"({member.name})"
                 )
+            if not _fits_json_number(member.value):
+                raise _Unsupported(
+                    f"the value of {_type_name(tp)}.{member.name} {_NOT_A_SCHEMA_NUMBER}"
+                )
             pairs.append((member.value, member))
         if not pairs:
             raise _Unsupported(f"{_type_name(tp)} has no members")
         json_values = [json_value for json_value, _ in pairs]
         return _enum_schema(json_values), _choices(pairs, f"a value of {tp.__name__}")
+
+    def _flag(self, tp: type[enum.Flag]) -> tuple[Schema, Convert]:
+        # Flags combine: the schema takes every integer up to all bits set (a list of the
+        # single bits would refuse R|W), and the conversion refuses bits no member has.
+        mask = 0
+        for name, member in tp.__members__.items():
+            if not isinstance(member.value, int) or member.value < 0:
+                raise _Unsupported(
+                    f"{_type_name(tp)}.{name} is not a non-negative integer flag value"
+                )
+            mask |= member.value
+        if not mask:
+            raise _Unsupported(f"{_type_name(tp)} has no flag bits")
+        if not _fits_json_number(mask):
+            raise _Unsupported(f"the combined bits of {_type_name(tp)} {_NOT_A_SCHEMA_NUMBER}")
+        expected = f"a combination of {tp.__name__} flags (an integer from 0 to {mask})"
+
+        def convert(value: object) -> object:
+            if isinstance(value, tp):
+                return value
+            try:
+                number = _convert_int(value)
+            except _Mismatch:
+                raise _Mismatch(f"expected {expected}") from None
+            if not isinstance(number, int) or number < 0 or number & ~mask:
+                raise _Mismatch(f"expected {expected}")
+            return tp(number)
+
+        schema: Schema = {"type": "integer", "minimum": 0, "maximum": mask}
+        return schema, convert
 
     def _named(self, tp: type, body: Callable[[type, Schema], Convert]) -> tuple[Schema, Convert]:
         name = self._unique(tp.__name__)
@@ -951,20 +1130,26 @@ class _Builder:
 
     def _dataclass(self, tp: type, schema: Schema) -> Convert:
         hints = _hints(tp, tp.__name__, self.localns)
+        regular = {field.name for field in dataclasses.fields(tp)}
         entries: list[tuple[str, object, bool, object]] = []
-        for field in dataclasses.fields(tp):
+        # __dataclass_fields__ keeps the declaration order and, unlike fields(), the InitVars:
+        # constructor arguments too, which __post_init__ receives.
+        all_fields: Mapping[str, dataclasses.Field[Any]]
+        all_fields = tp.__dataclass_fields__  # type: ignore[attr-defined]
+        for field in all_fields.values():
+            hint = hints.get(field.name, field.type)
+            if field.name not in regular:
+                if hint is dataclasses.InitVar:
+                    hint = Any  # a bare InitVar says nothing of its type
+                elif isinstance(hint, dataclasses.InitVar):
+                    hint = hint.type
+                else:
+                    continue  # a ClassVar
             if not field.init:
                 continue
             has_default = field.default is not dataclasses.MISSING
             no_factory = field.default_factory is dataclasses.MISSING
-            entries.append(
-                (
-                    field.name,
-                    hints.get(field.name, field.type),
-                    not has_default and no_factory,
-                    field.default,
-                )
-            )
+            entries.append((field.name, hint, not has_default and no_factory, field.default))
         fields = self._properties(tp, schema, entries)
         return _object(fields, _constructor(tp, tp.__name__), tp.__name__)
 
@@ -991,6 +1176,12 @@ class _Builder:
             raw: Schema = model.model_json_schema(ref_template="#/$defs/{model}")
         except Exception as err:  # pydantic's own refusal, e.g. a field of an arbitrary type
             raise _Unsupported(f"pydantic cannot describe {_type_name(tp)}: {err}") from None
+        bad_number_at = _non_json_number_at(raw)
+        if bad_number_at is not None:
+            raise _Unsupported(
+                f"the schema pydantic gives {_type_name(tp)} holds a number at {bad_number_at} "
+                f"that {_NOT_A_SCHEMA_NUMBER}"
+            )
         incoming: Schema = raw.pop("$defs", {})
         renamed: dict[str, str] = {}
         for key, definition in incoming.items():
@@ -1023,6 +1214,9 @@ class _Builder:
                     for e in err.errors()[:4]
                 ]
                 raise _Mismatch(f"invalid {tp.__name__}: " + "; ".join(problems)) from None
+            except Exception as err:  # a validator's own error that pydantic lets through
+                reason = _json.text_of(err) or type(err).__name__
+                raise _Mismatch(f"could not build {tp.__name__}: {reason}") from err
 
         self.converters[tp] = convert
         return {"$ref": ref}, convert
@@ -1225,7 +1419,10 @@ def _binder(
                 except _Mismatch as err:
                     err.parts.append(param.name)
                     path = _json_pointer(err.parts)
-                    raise ArgumentConversionError(f"{head}{path}: {err.message}", path) from None
+                    # Chain what a constructor raised, if anything (None drops the _Mismatch).
+                    raise ArgumentConversionError(
+                        f"{head}{path}: {err.message}", path
+                    ) from err.__cause__
             elif param.required:
                 raise ArgumentConversionError(
                     head + f"missing required argument {param.name!r}", "/"
