@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Sequence
+from random import Random
 from typing import Any
 
 import orjson
@@ -29,6 +31,7 @@ from prism_tools.disclosure import (
 )
 from prism_tools.types import JSONValue
 
+WORDS_FOR_WIDE = ["weather", "email", "file", "city", "alert", "the"]
 CATALOG = [
     ("get_weather", "Weather forecast for a city, today and tomorrow."),
     ("send_email", "Send an email message to one recipient."),
@@ -134,6 +137,86 @@ async def test_search_tools_with_a_wider_index_lists_only_input_tools() -> None:
     assert result.error is None
     assert "delete_everything" not in result.value
     assert "delete_everything" not in state
+
+
+def test_a_wider_index_neither_names_nor_counts_tools_outside_the_list() -> None:
+    admin = ToolDefinition("delete_all_users", description="Delete every user. Weather admin.")
+    weather = ToolDefinition("get_weather", description="Weather forecast for a city.")
+    wide = ToolSearchIndex([admin, weather])  # say, one index shared by every tenant
+
+    plan = plan_tool_disclosure([weather], query="weather admin", top_k=1, index=wide)
+
+    assert [hit.name for hit in plan.hits] == ["get_weather"]
+    assert names(plan.tools) == ["get_weather", SEARCH_TOOLS_NAME]
+    search = plan.tools[-1]
+    assert search.execute is not None
+    listing = search.execute({"query": "weather admin", "k": 1}, context())
+    assert listing == "get_weather: Weather forecast for a city. [matched: weather]"
+
+
+def test_an_input_tool_ranked_below_64_outside_tools_is_still_found() -> None:
+    # The index answers at most 64 hits a search; here all 64 are outside the input list.
+    shared = [
+        ToolDefinition(f"weather_station_{i}", description="Weather station weather readings.")
+        for i in range(100)
+    ]
+    mine = ToolDefinition("notify_team", description="Send a weather alert to the team.")
+    listed = [ToolDefinition("send_email", description="Send an email."), mine]
+    wide = ToolSearchIndex([*shared, *listed])
+    assert "notify_team" not in {hit.name for hit in wide.search("weather", 64)}
+
+    state = ToolActivationState()
+    plan = plan_tool_disclosure(listed, query="weather", top_k=2, index=wide, state=state)
+
+    assert [hit.name for hit in plan.hits] == ["notify_team"]
+    assert names(plan.tools) == ["notify_team", SEARCH_TOOLS_NAME]
+    search = plan.tools[-1]
+    assert search.execute is not None
+    listing = search.execute({"query": "weather", "k": 1}, context())
+    assert listing == "notify_team: Send a weather alert to the team. [matched: weather]"
+    assert state.names == ("notify_team",)
+
+    alone = create_search_tools_tool(
+        wide, ToolActivationState(), descriptions=listed, allowed=["notify_team"]
+    )
+    assert alone.execute is not None
+    assert alone.execute({"query": "weather", "k": 1}, context()).startswith("notify_team: ")
+
+
+@given(
+    size=st.integers(1, 200),
+    random=st.randoms(use_true_random=False),
+    query=st.lists(st.sampled_from(WORDS_FOR_WIDE), min_size=1, max_size=3).map(" ".join),
+    top_k=st.integers(1, 64),
+    k=st.integers(1, 64),
+)
+def test_a_wider_index_finds_as_many_input_tools_as_match(
+    size: int, random: Random, query: str, top_k: int, k: int
+) -> None:
+    # Up to 200 tools over a few words: often more than 64 match, many outside the input list.
+    catalog = [
+        ToolDefinition(
+            f"{random.choice(WORDS_FOR_WIDE)}_{i}",
+            description=" ".join(random.choices(WORDS_FOR_WIDE, k=random.randint(0, 4))),
+        )
+        for i in range(size)
+    ]
+    share = random.random()
+    listed = [tool for tool in catalog if random.random() < share]
+    listed_names = set(names(listed))
+    # Which tools match does not depend on the index (only their scores do).
+    matching = len(ToolSearchIndex(listed).search(query, 64)) if listed else 0
+
+    plan = plan_tool_disclosure(listed, query=query, top_k=top_k, index=ToolSearchIndex(catalog))
+
+    assert {hit.name for hit in plan.hits} <= listed_names
+    assert len(plan.hits) == min(top_k, matching)
+    search = plan.tools[-1]
+    assert search.execute is not None
+    listing = search.execute({"query": query, "k": k}, context())
+    found = [] if listing.startswith("No tools matched") else listing.splitlines()
+    assert len(found) == min(k, matching)
+    assert {line.split(": ", 1)[0] for line in found} <= listed_names
 
 
 def test_capacity_fallback_discloses_every_tool_without_search_tools() -> None:
@@ -263,11 +346,67 @@ def test_listing_lines_are_single_short_lines() -> None:
     lines = text.splitlines()
     assert len(lines) == 1
     name, rest = lines[0].split(": ", 1)
-    assert name == "check thing"
+    assert name == '"check\\nthing"'  # the exact name, escaped, not another name
     description = rest.rsplit(" [matched:", 1)[0]
     assert len(description) <= DESCRIPTION_LINE_CHARS
     assert description.endswith("…")
     assert "Second line" not in text
+
+
+def read_listed_name(line: str) -> str:
+    """The exact tool name a ``search_tools`` line starts with."""
+    if line.startswith('"'):
+        name, end = json.JSONDecoder().raw_decode(line)
+        assert line[end : end + 2] == ": "
+        assert isinstance(name, str)
+        return name
+    return line.split(": ", 1)[0]
+
+
+def test_listing_prints_every_name_whole_and_unambiguous() -> None:
+    # A name is what the model calls: cut or collapsed, two tools print alike, or a tool
+    # prints under a name that is not its own.
+    long_read = "crm_" + "x" * 120 + "_read"
+    long_delete = "crm_" + "x" * 120 + "_delete"
+    tools = [
+        ToolDefinition(long_read, description="Read a customer record."),
+        ToolDefinition(long_delete, description="Delete a customer record."),
+        ToolDefinition("report\tweekly", description="Weekly customer report."),
+        ToolDefinition("report weekly", description="Weekly customer report, spaced."),
+        ToolDefinition('"report"', description="Quoted customer report."),
+    ]
+    tool = create_search_tools_tool(
+        ToolSearchIndex(tools), ToolActivationState(), descriptions=tools
+    )
+    assert tool.execute is not None
+
+    lines = tool.execute({"query": "customer record report"}, context()).splitlines()
+
+    printed = [line.split(": ", 1)[0] for line in lines]
+    assert sorted(printed) == sorted(
+        [long_read, long_delete, '"report\\tweekly"', '"report weekly"', '"\\"report\\""']
+    )
+    assert sorted(map(read_listed_name, lines)) == sorted(names(tools))
+
+
+@given(
+    tool_names=st.lists(
+        st.text(min_size=1, max_size=12).filter(lambda name: name != SEARCH_TOOLS_NAME),
+        min_size=1,
+        max_size=12,
+        unique=True,
+    )
+)
+def test_every_listed_name_reads_back_exactly_on_one_line(tool_names: list[str]) -> None:
+    tools = [ToolDefinition(name, description="thing") for name in tool_names]
+    tool = create_search_tools_tool(
+        ToolSearchIndex(tools), ToolActivationState(), descriptions=tools
+    )
+    assert tool.execute is not None
+    lines = tool.execute({"query": "thing", "k": 64}, context()).split("\n")
+    assert len(lines) == len(tools)
+    assert all(line.isprintable() for line in lines)
+    assert sorted(map(read_listed_name, lines)) == sorted(tool_names)
 
 
 async def test_activation_never_grants_a_denied_tool() -> None:

@@ -758,6 +758,38 @@ async def test_names_outside_the_grant_are_dropped_with_one_clamped_event_per_tu
     assert ran.calls == [("b", "c1"), ("a", "c2")]
 
 
+ITERATORS: dict[str, Callable[[list[str]], Any]] = {
+    "iterator": iter,
+    "generator": lambda names: (name for name in names),
+    "map": lambda names: map(str, names),
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("returning", list(ITERATORS), ids=list(ITERATORS))
+async def test_a_narrowing_returning_an_iterator_still_reports_the_dropped_names(
+    kind: str, returning: str
+) -> None:
+    # An iterator can be read once: the names it gave must serve both to pick the tools and
+    # to report the ones dropped.
+    ran = Ran()
+    tools = [ran.tool(name) for name in ("a", "b", "secret")]
+    session, provider, log = make([answer()], tools)
+    make_result = ITERATORS[returning]
+
+    await session.run(
+        "go",
+        tool_names=["a", "b"],
+        tool_narrowing=narrowing_of(
+            lambda context: make_result(["secret", "b", "ghost", "secret"]), kind
+        ),
+    )
+
+    assert sent(provider) == [["b"]]
+    assert events(log, "tool_narrowing_clamped") == [{"turn": 1, "dropped": ["secret", "ghost"]}]
+    assert ran.calls == []
+
+
 @pytest.mark.parametrize("kind", KINDS)
 async def test_a_raising_narrowing_fails_the_run_and_sends_no_request_for_that_turn(
     kind: str,
@@ -1242,6 +1274,37 @@ async def test_search_tools_is_not_callable_without_search_disclosure(
     assert session.activation.names == ()
 
 
+async def test_the_generated_search_tools_does_not_run_on_a_turn_that_does_not_show_it(
+    results: dict[str, ToolResult],
+) -> None:
+    # No grant and hidden calls allowed: every registered tool is callable on every turn. The
+    # generated search_tools is not one of them; it exists on the turns that show it.
+    ran = Ran()
+    picks = {1: ["weather_forecast"]}
+    session, provider, log = make(
+        [
+            calling(call("c1", "weather_forecast")),
+            calling(call("s2", SEARCH, {"query": "stock price quote"}), call("c2", "stock_quote")),
+            answer(),
+        ],
+        catalog(ran),
+        allow_hidden_tool_calls=True,
+    )
+
+    await session.run(
+        "weather",
+        tools_disclosure="search",
+        tool_narrowing=lambda context: picks.get(context.turn, []),
+    )
+
+    assert sent(provider) == [["weather_forecast", SEARCH], [], []]
+    assert_denied(results, log, "s2")
+    assert "stock_quote" not in str(rows(session.messages)["s2"].content)
+    assert session.activation.names == ()  # it did not run: it found and activated nothing
+    # Hidden host tools stay callable, as allowed.
+    assert ran.calls == [("weather_forecast", "c1"), ("stock_quote", "c2")]
+
+
 def many_tools(ran: Ran, count: int) -> list[ToolDefinition]:
     return [ran.tool(f"tool_{i:04d}", f"does thing number {i}") for i in range(count)]
 
@@ -1261,6 +1324,40 @@ async def test_above_the_index_cap_every_visible_tool_is_sent_with_a_fallback_ev
     assert [e["turn"] for e in fallbacks] == [1, 2]
     assert all(e["reason"] in ("index_capacity", "index_error") for e in fallbacks)
     assert ran.calls == [("tool_1099", "c1")]
+
+
+async def test_the_generated_search_tools_does_not_run_on_a_fallback_turn(
+    results: dict[str, ToolResult],
+) -> None:
+    # Turn 2 shows more tools than the index cap, so every one of them and no search_tools.
+    ran = Ran()
+    tools = many_tools(ran, 1100)
+    picks = {1: ["tool_0005"]}
+    session, provider, log = make(
+        [
+            calling(call("c1", "tool_0005")),
+            calling(call("s2", SEARCH, {"query": "thing number 7"}), call("c2", "tool_1099")),
+            answer(),
+        ],
+        tools,
+        tools_disclosure="search",
+        allow_hidden_tool_calls=True,
+    )
+
+    await session.run(
+        "thing number 5",
+        tool_narrowing=lambda context: picks.get(context.turn, [tool.name for tool in tools]),
+    )
+
+    assert sent(provider)[0] == ["tool_0005", SEARCH]
+    assert SEARCH not in sent(provider)[1]
+    assert [e["reason"] for e in events(log, "tools_disclosure_fallback")] == [
+        "index_capacity",
+        "index_capacity",
+    ]
+    assert_denied(results, log, "s2")
+    assert session.activation.names == ()
+    assert ran.calls == [("tool_0005", "c1"), ("tool_1099", "c2")]
 
 
 async def test_the_capacity_fallback_says_it_is_the_index_cap() -> None:

@@ -111,6 +111,7 @@ def check_run(
     allow_hidden: bool,
     disclosure: str,
     activated_before: Sequence[str],
+    generated_search: bool,
 ) -> None:
     """The invariants every run keeps."""
 
@@ -135,6 +136,16 @@ def check_run(
         if narrowing is not None:
             # Narrowing always sees the grant, in registry order.
             assert set(narrowing.tool_ids[turn - 1]) == grant
+
+    # The generated search_tools answers only on the turns that show it (call ids are
+    # "t<script index>c<n>", and script index i answers request i + 1).
+    if generated_search:
+        for message in session.messages:
+            if message.role == "tool" and message.name == SEARCH and message.error is None:
+                assert message.tool_call_id is not None
+                turn = int(message.tool_call_id[1:].split("c", 1)[0]) + 1
+                shown = [tool.name for tool in provider.requests[turn - 1].tools]
+                assert SEARCH in shown, f"search_tools ran on turn {turn}, which showed {shown}"
 
     # search_tools only ever activates granted names (the rest were activated before the run).
     assert set(session.activation.names) <= grant | set(activated_before)
@@ -270,6 +281,7 @@ async def test_no_call_outside_the_grant_or_hidden_ever_runs(scenario: dict[str,
         allow_hidden=allow_hidden,
         disclosure=scenario["disclosure"],
         activated_before=scenario["activated"],
+        generated_search=SEARCH not in catalog_names,
     )
 
 

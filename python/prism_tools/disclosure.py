@@ -17,11 +17,12 @@ import json
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 from prism_tools import _json
 from prism_tools._core import (
     SEARCH_DEFAULT_TOP_K,
+    SEARCH_MAX_INDEXED_CEILING,
     SEARCH_MAX_TOP_K,
     SearchHit,
     ToolSearchCapacityError,
@@ -150,28 +151,98 @@ class ToolActivationState:
         return f"ToolActivationState({list(self.names)!r})"
 
 
-def _one_line(text: str, limit: int, *, first_line_only: bool = True) -> str:
-    """``text`` as one line: whitespace and control characters collapsed, cut to ``limit``.
-
-    Descriptions keep only their first line; names keep all of it (a name is an identifier).
-    """
-    if first_line_only:
-        text = text.strip().split("\n", 1)[0]
+def _one_line(text: str, limit: int) -> str:
+    """The first line of ``text``, whitespace and control characters collapsed, cut to
+    ``limit``."""
+    text = text.strip().split("\n", 1)[0]
     cleaned = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
     if len(cleaned) <= limit:
         return cleaned
     return cleaned[: limit - 1].rstrip() + "…"
 
 
+def _json_escape(ch: str) -> str:
+    """``ch`` as a JSON ``\\uXXXX`` escape (a surrogate pair beyond the BMP)."""
+    code = ord(ch)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def _listed_name(name: str) -> str:
+    """``name`` as ``search_tools`` prints it: whole, never cut, and never like another name.
+
+    A name with no whitespace, no ``"`` or ``\\`` and no invisible character is printed as it
+    is; any other is printed as a JSON string with every invisible character escaped, so the
+    model reads back the exact name to call (``"report\\tweekly"``, not ``report weekly``).
+    """
+    if name.isprintable() and not any(ch.isspace() or ch in '"\\' for ch in name):
+        return name
+    quoted = json.dumps(name, ensure_ascii=False)
+    return "".join(ch if ch.isprintable() else _json_escape(ch) for ch in quoted)
+
+
 def format_search_hits(hits: Sequence[SearchHit], descriptions: Mapping[str, str]) -> str:
     """The inert text ``search_tools`` returns: ``name: description [matched: words]`` lines."""
     lines = []
     for hit in hits:
-        name = _one_line(hit.name, DESCRIPTION_LINE_CHARS, first_line_only=False)
         description = _one_line(descriptions.get(hit.name, ""), DESCRIPTION_LINE_CHARS)
         matched = ", ".join(hit.matched)
-        lines.append(f"{name}: {description} [matched: {matched}]")
+        lines.append(f"{_listed_name(hit.name)}: {description} [matched: {matched}]")
     return "\n".join(lines)
+
+
+class _Described(NamedTuple):
+    """What an index reads of a tool."""
+
+    name: str
+    description: str
+
+
+class _ListedSearch:
+    """Searches ``index`` for the tools of one input list only.
+
+    An index over exactly the list answers with one search, as it always did. A prebuilt index
+    over a wider list may rank tools outside the list first; those must neither show nor use up
+    ``k``. So it is asked for its best ``SEARCH_MAX_TOP_K`` and the first ``k`` in the list are
+    kept; when those do not hold ``k`` of the list's tools while more may rank lower, the search
+    runs over an index of the list alone, built on first need and kept.
+    """
+
+    __slots__ = ("_index", "_listed", "_own", "_permitted", "_texts")
+
+    def __init__(
+        self, index: ToolSearchIndex, listed: Iterable[str] | None, texts: Mapping[str, str]
+    ) -> None:
+        self._index = index
+        self._listed = None if listed is None else tuple(listed)
+        self._permitted = None if self._listed is None else frozenset(self._listed)
+        self._texts = texts
+        self._own: ToolSearchIndex | None = None
+
+    def search(self, query: str, k: int) -> list[SearchHit]:
+        """The best ``k`` hits for ``query`` among the listed tools, best first."""
+        hits = self._index.search(query, k)
+        permitted = self._permitted
+        if permitted is None or all(hit.name in permitted for hit in hits):
+            return hits
+        if len(hits) == k < SEARCH_MAX_TOP_K:  # fewer than k hits would mean no more matches
+            hits = self._index.search(query, SEARCH_MAX_TOP_K)
+        kept = [hit for hit in hits if hit.name in permitted]
+        if len(kept) >= k or len(hits) < SEARCH_MAX_TOP_K:
+            return kept[:k]  # the window held k of the list's tools, or every match there is
+        return self._own_index().search(query, k)
+
+    def _own_index(self) -> ToolSearchIndex:
+        if self._own is None:
+            listed = tuple(dict.fromkeys(self._listed or ()))
+            self._own = ToolSearchIndex(
+                [_Described(name, self._texts.get(name, "")) for name in listed],
+                max_indexed=max(1, min(len(listed), SEARCH_MAX_INDEXED_CEILING)),
+                max_query_bytes=self._index.max_query_bytes,
+            )
+        return self._own
 
 
 def create_search_tools_tool(
@@ -186,7 +257,8 @@ def create_search_tools_tool(
 
     ``descriptions`` gives the text printed per tool (a name-to-description mapping or the
     indexed ``ToolDefinition``\\ s); without it lines carry the name and matched words only.
-    ``allowed``, when given, drops hits outside those names (an index shared with a wider list).
+    ``allowed``, when given, is the only names it ever returns (an index shared with a wider
+    list): hits outside them are dropped before ``k`` is counted, never after.
     """
     if (
         isinstance(default_k, bool)
@@ -200,8 +272,15 @@ def create_search_tools_tool(
         texts = dict(descriptions)
     else:
         texts = {tool.name: tool.description for tool in descriptions}
-    permitted = None if allowed is None else frozenset(allowed)
+    return _search_tools_tool(_ListedSearch(index, allowed, texts), state, texts, default_k)
 
+
+def _search_tools_tool(
+    searcher: _ListedSearch,
+    state: ToolActivationState,
+    texts: Mapping[str, str],
+    default_k: int,
+) -> ToolDefinition:
     def search_tools(args: dict[str, JSONValue], context: ToolExecutionContext) -> str:
         query = args.get("query")
         if not isinstance(query, str) or not query.strip():
@@ -209,9 +288,7 @@ def create_search_tools_tool(
         k = args.get("k", default_k)
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= SEARCH_MAX_TOP_K:
             raise ValueError(f"search_tools 'k' must be an integer from 1 to {SEARCH_MAX_TOP_K}")
-        hits = index.search(query, k)
-        if permitted is not None:
-            hits = [hit for hit in hits if hit.name in permitted]
+        hits = searcher.search(query, k)
         if not hits:
             return "No tools matched. Try other words for the task."
         state.activate(hit.name for hit in hits)
@@ -281,8 +358,12 @@ def plan_tool_disclosure(
             return ToolDisclosure(everything, "index_capacity", detail=str(err))
         except Exception as err:  # fail closed: any build failure shows every tool
             return ToolDisclosure(everything, "index_error", detail=str(err))
+    texts = {tool.name: tool.description for tool in listed}
+    # Only the input list's tools, ranked before top_k is taken: a prebuilt index over a wider
+    # list can neither show nor crowd out anything (the search_tools below shares it).
+    searcher = _ListedSearch(index, texts.keys(), texts)
     try:
-        hits = tuple(index.search(query, top_k))
+        hits = tuple(searcher.search(query, top_k))
     except Exception as err:  # fail closed: any search failure shows every tool
         return ToolDisclosure(everything, "search_error", detail=str(err))
 
@@ -293,9 +374,7 @@ def plan_tool_disclosure(
         wanted.update(state.names)
     # Input order, never a name outside the input: the index and the state cannot widen the list.
     chosen = [tool for tool in listed if tool.name in wanted]
-    search_tool = create_search_tools_tool(
-        index, active, descriptions=listed, allowed=(tool.name for tool in listed)
-    )
+    search_tool = _search_tools_tool(searcher, active, texts, SEARCH_DEFAULT_TOP_K)
     return ToolDisclosure((*chosen, search_tool), None, hits)
 
 

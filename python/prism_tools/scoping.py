@@ -167,6 +167,15 @@ class RunScope:
         self.activation = activation
         self._grant_set = frozenset(self.grant_names)
         self._reserved = SEARCH_TOOLS_NAME in self.registered_names
+        # The filter of a turn that may call every registered tool. None (no filter, no cost)
+        # unless this run generates search_tools: once a turn shows it, it stays in the run's
+        # registry, and a turn that does not show it (narrowing showed nothing, or disclosure
+        # fell back) must still refuse it.
+        self.unscoped_filter: ToolFilter | None = (
+            ToolFilter(deny=[SEARCH_TOOLS_NAME])
+            if disclosure == "search" and not self._reserved
+            else None
+        )
         # Everything that depends only on the visible set (its index, its search_tools, its
         # dispatch filter), by visible names. Narrowing usually repeats a subset, so a turn
         # mostly finds its plan here; identical subsets also give identical definitions.
@@ -177,7 +186,10 @@ class RunScope:
         if isinstance(outcome, str):
             raise TypeError("tool_narrowing must return a collection of tool names, not a string")
         try:
-            asked = frozenset(outcome)
+            # Read once: an iterator (a generator) would be empty by the time the dropped names
+            # are listed, and the clamped event would silently go missing.
+            returned = tuple(outcome)
+            asked = frozenset(returned)
         except TypeError as err:
             raise TypeError(
                 f"tool_narrowing must return a collection of tool names: {err}"
@@ -188,7 +200,7 @@ class RunScope:
         for name in outside:  # names in the grant are strings already
             if not isinstance(name, str):
                 raise TypeError(f"tool_narrowing must return tool names, got {type(name).__name__}")
-        dropped = tuple(name for name in dict.fromkeys(outcome) if name in outside)
+        dropped = tuple(name for name in dict.fromkeys(returned) if name in outside)
         return asked & self._grant_set, dropped
 
     def _plan(self, keep: frozenset[str] | None) -> _SubsetPlan:
@@ -252,7 +264,7 @@ class _SubsetPlan:
         self.callable_names = callable_names
         narrowed = scope.narrowing is not None and not scope.allow_hidden
         self.dispatch_filter: ToolFilter | None = (
-            None
+            scope.unscoped_filter
             if scope.granted_everything and not narrowed
             else closed_filter(callable_names, scope.registered_names)
         )
