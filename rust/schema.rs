@@ -397,7 +397,9 @@ const MAX_TOOL_NAME_BYTES: usize = 128;
 /// Room kept at the end of a message for the worst-case " (and 99999 more)".
 const SUFFIX_ROOM: usize = 24;
 
-/// `text` cut to at most `limit` bytes on a character boundary, with "..." marking the cut.
+/// `text` cut to at most `limit` bytes on a character boundary, with "..." marking the cut. The
+/// cut never ends inside a word: a property name or path segment a model sent is shown whole or
+/// not at all, because a secret shown in part is one no redactor downstream can find.
 pub fn cut(text: &str, limit: usize) -> Cow<'_, str> {
     if text.len() <= limit {
         return Cow::Borrowed(text);
@@ -406,7 +408,18 @@ pub fn cut(text: &str, limit: usize) -> Cow<'_, str> {
     while !text.is_char_boundary(end) {
         end -= 1;
     }
+    if text[end..].chars().next().is_some_and(in_word) {
+        while let Some(before) = text[..end].chars().next_back().filter(|&c| in_word(c)) {
+            end -= before.len_utf8();
+        }
+    }
     Cow::Owned(format!("{}...", &text[..end]))
+}
+
+/// Whether `c` continues a word of a message: everything but the spaces, quotes, brackets and
+/// punctuation that separate names, paths and values there.
+fn in_word(c: char) -> bool {
+    !(c.is_whitespace() || matches!(c, '\'' | '"' | '(' | ')' | '[' | ']' | ',' | ';'))
 }
 
 /// The message a model sees for invalid arguments of `tool_name`: the first issues (at most
@@ -825,6 +838,25 @@ mod tests {
 
     fn canonical(value: &Value) -> Vec<u8> {
         serde_json::to_vec(value).unwrap()
+    }
+
+    #[test]
+    fn a_cut_never_shows_part_of_a_word() {
+        let text = "Additional properties are not allowed ('ffff', 'ghp_R4nd0mT0k3nV4lu3ABCDEFGH' were unexpected)";
+        for limit in 10..text.len() {
+            let shown = cut(text, limit);
+            assert!(shown.len() <= limit, "{limit}: {shown}");
+            let kept = shown.strip_suffix("...").unwrap();
+            assert!(!kept.contains("ghp_") || kept.contains("ghp_R4nd0mT0k3nV4lu3ABCDEFGH"));
+            let last = kept.split(|c| !in_word(c)).next_back().unwrap();
+            assert!(
+                last.is_empty() || text.split(|c| !in_word(c)).any(|word| word == last),
+                "{limit}: {kept}"
+            );
+        }
+        assert_eq!(cut("short", 10), "short");
+        assert_eq!(cut(&"x".repeat(50), 20), "...");
+        assert_eq!(cut("é".repeat(10).as_str(), 8), "...");
     }
 
     #[test]

@@ -368,8 +368,20 @@ struct WordTerms {
     prefix: Option<String>,
 }
 
-/// Stems remembered across builds before the memo starts again empty (about 5 MiB at most).
+/// Stems remembered across builds before the memo starts again empty (words of at most
+/// `MAX_STEMMED_BYTES`, so under 10 MiB).
 pub const MAX_REMEMBERED_STEMS: usize = 1 << 16;
+
+/// Longest word the stemmer sees; a longer one is its own term, in the index and in queries
+/// alike. English suffixes sit in a word's last letters, and the stemmer's time grows with the
+/// square of the length on words such as a long run of "y" (each rewrite copies the word), so
+/// one hostile description would otherwise stall every build.
+pub const MAX_STEMMED_BYTES: usize = 64;
+
+/// Whether `word` goes through the stemmer (English stems apply to ASCII words only).
+fn stemmed(word: &str) -> bool {
+    word.is_ascii() && word.len() <= MAX_STEMMED_BYTES
+}
 
 /// Stems of ASCII words, remembered from build to build: a host that builds indexes over the
 /// same or overlapping tools (a per-run or per-tenant subset, a reloaded catalog) stems each
@@ -414,7 +426,7 @@ static REMEMBERED_STEMS: LazyLock<Mutex<StemMemo>> =
     LazyLock::new(|| Mutex::new(StemMemo::with_limit(MAX_REMEMBERED_STEMS)));
 
 fn word_terms(stemmer: &Stemmer, word: &str) -> WordTerms {
-    let full = if word.is_ascii() {
+    let full = if stemmed(word) {
         // A panic while the memo was locked cannot leave it wrong (an insert either happened or
         // did not), so a poisoned lock is taken over.
         REMEMBERED_STEMS
@@ -718,7 +730,7 @@ impl SearchIndex {
             None if is_stop_word(word) => return (None, None),
             None => {}
         }
-        let full = if word.is_ascii() {
+        let full = if stemmed(word) {
             self.terms.get(self.stemmer.stem(word).as_ref()).copied()
         } else {
             self.terms.get(word).copied()
@@ -1067,6 +1079,20 @@ mod tests {
         assert_eq!(result.hits.len(), 1);
         assert_eq!(result.words, ["summaries", "documents"]);
         assert_eq!(result.hits[0].matched, [0, 1]);
+    }
+
+    #[test]
+    fn words_past_the_stemmed_length_are_their_own_terms() {
+        let short = format!("{}ies", "y".repeat(MAX_STEMMED_BYTES - 3));
+        let long = "y".repeat(200_000); // stemming it took about a second, and four per doubling
+        let idx = index(&[("short_one", short.as_str()), ("long_one", long.as_str())]);
+        assert!(
+            idx.terms
+                .contains_key(format!("{}i", "y".repeat(MAX_STEMMED_BYTES - 3)).as_str())
+        );
+        assert!(idx.terms.contains_key(long.as_str()));
+        assert_eq!(names(&idx, &long, 1), ["long_one"]);
+        assert_eq!(names(&idx, &short, 1), ["short_one"]);
     }
 
     #[test]

@@ -228,7 +228,7 @@ def test_any_report_stays_within_its_limits(
         return
     shown = report.message.count("; ") + 1
     hidden = len(issues) - min(shown, 8)
-    if hidden > 0 and len(report.message.encode()) < max_message_bytes - 3:
+    if hidden > 0 and not report.message.endswith("..."):  # the suffix survives unless cut
         assert report.message.endswith(" more)")
 
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from tests.support import EventLog, Unprintable, UnprintableError
@@ -13,6 +14,7 @@ from tests.support import EventLog, Unprintable, UnprintableError
 from prism_tools import (
     AgentEvent,
     ErrorInfo,
+    GuardrailTripwire,
     InMemoryRunLedger,
     LedgerWriteError,
     MiddlewareRegistry,
@@ -25,6 +27,7 @@ from prism_tools import (
     ToolFilter,
     ToolResult,
     create_contribution_registries,
+    create_json_schema_tool_argument_validator,
     create_static_permission_policy,
     create_static_trust_policy,
     create_tool_registry,
@@ -1137,4 +1140,93 @@ async def test_errors_raised_by_well_formed_host_code_are_not_renamed() -> None:
 
     with pytest.raises(AttributeError, match="tracker bug"):
         await run(spy, call(), limit_tracker=BrokenTracker())
+    assert spy.calls == []
+
+
+# --- secrets a model or a tool spells its own way ---------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["echo", "missing"], ids=["denied", "unknown-tool"])
+async def test_raw_argument_text_kept_on_a_blocked_row_holds_no_escaped_secret(name: str) -> None:
+    secret = 'pä"ss-2024/x'
+    # The model escapes as it likes: a \u escape for "-", an escaped "/", an escaped quote.
+    text = '{"password": "p\\u00e4\\"ss\\u002d2024\\/x", "other": "kept"}'
+    assert json.loads(text)["password"] == secret
+    spy = Spy()
+    result, _recorder, ledger = await run(
+        spy,
+        call(name, text),
+        secrets=[secret],
+        filter=ToolFilter(deny=["echo"]),
+    )
+    assert spy.calls == []
+    assert result.error is not None
+    [row] = ledger.records
+    assert row.status == "blocked"
+    assert row.redacted is True
+    kept = json.loads(cast(str, row.arguments))
+    assert kept == {"password": "[REDACTED]", "other": "kept"}
+
+
+async def test_a_tripwire_the_tool_raises_closes_its_call_and_leaves_redacted() -> None:
+    spy = Spy(
+        error=GuardrailTripwire("nested run refused sk-nested-1", record={"k": "sk-nested-1"})
+    )
+    with pytest.raises(GuardrailTripwire) as caught:
+        await run(spy, call(), secrets=["sk-nested-1"])
+    assert len(spy.calls) == 1
+    assert "sk-nested-1" not in str(caught.value)
+    assert caught.value.record == {"k": "[REDACTED]"}
+    assert caught.value.__cause__ is None
+    assert caught.value.__suppress_context__
+
+
+async def test_a_tripwire_the_tool_raises_gets_an_error_row_and_event() -> None:
+    spy = Spy(error=GuardrailTripwire("nested run refused sk-nested-1"))
+    registry = create_tool_registry([ToolDefinition(name="echo", execute=spy)])
+    recorder, ledger = EventLog(), InMemoryRunLedger()
+    with pytest.raises(GuardrailTripwire):
+        await dispatch_tool_call(
+            call(),
+            registry=registry,
+            context=context(),
+            emit=recorder,
+            ledger=ledger,
+            secrets=["sk-nested-1"],
+        )
+    assert [row.status for row in ledger.records] == ["started", "error"]
+    closing = ledger.records[-1].result
+    assert closing is not None
+    assert closing.error is not None
+    assert closing.error.code == "ERR_PRISM_GUARDRAIL_BLOCKED"
+    assert closing.error.message == "nested run refused [REDACTED]"
+    assert recorder.types == ["tool_execution_started", "tool_execution_error"]
+
+
+async def test_a_validation_message_never_shows_part_of_a_secret_the_model_sent_as_a_key() -> None:
+    secret = "ghp_R4nd0mT0k3nV4lu3ABCDEFGHIJKLMNOPQRST"
+    schema = {
+        "type": "object",
+        "properties": {"q": {"type": "string"}},
+        "additionalProperties": False,
+    }
+    spy = Spy()
+    registry = create_tool_registry([ToolDefinition("search", execute=spy, parameters=schema)])
+    for filler in range(60, 120, 3):  # moves the message's cut across the secret
+        arguments = {"q": "x", "f" * filler: 1, secret: 1}
+        recorder, ledger = EventLog(), InMemoryRunLedger()
+        result = await dispatch_tool_call(
+            call("search", arguments),
+            registry=registry,
+            context=context(),
+            emit=recorder,
+            ledger=ledger,
+            secrets=[secret],
+            validate=create_json_schema_tool_argument_validator(),
+        )
+        assert result.error is not None
+        shown = " ".join(
+            [result.error.message, repr(result.error.details), repr(ledger.records[-1])]
+        )
+        assert not any(secret[:size] in shown for size in range(8, len(secret) + 1))
     assert spy.calls == []

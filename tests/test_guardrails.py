@@ -321,7 +321,13 @@ async def test_tool_output_tripwire_raises_after_the_tool_ran() -> None:
     assert error.code == "ERR_PRISM_GUARDRAIL_BLOCKED"
     assert error.record.stage == "tool_output"
     assert "tool_execution_finished" not in log.types
-    assert [row.status for row in ledger.records] == ["started"]
+    # The tool ran, so its started row is closed before the tripwire fails the caller.
+    assert [row.status for row in ledger.records] == ["started", "error"]
+    closing = ledger.records[-1].result
+    assert closing is not None
+    assert closing.error is not None
+    assert closing.error.code == "ERR_PRISM_GUARDRAIL_BLOCKED"
+    assert log.types[-1] == "tool_execution_error"
 
 
 async def test_tool_output_interrupt_raises_interrupt_unavailable() -> None:

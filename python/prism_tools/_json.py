@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Mapping
@@ -74,9 +75,31 @@ def dumps_for_scan(value: Any) -> bytes:
 
     Unlike ``dumps_lenient`` it never drops anything: a value that cannot be written whole
     (too deep, a cycle, an integer beyond 64 bits) raises, so the caller knows the scan is not
-    conclusive.
+    conclusive; and a dataclass shows every attribute, its ``_private`` fields and the ones
+    ``__post_init__`` set included, where the JSON writer would skip some.
     """
-    return orjson.dumps(value, default=_fallback, option=orjson.OPT_NON_STR_KEYS)
+    return orjson.dumps(
+        value,
+        default=_scan_fallback,
+        option=orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS,
+    )
+
+
+def instance_attributes(value: Any) -> dict[str, Any]:
+    """Every attribute a dataclass instance holds: its fields, then what its ``__dict__`` holds
+    besides (a ``__post_init__`` may set more)."""
+    attributes = {
+        field.name: getattr(value, field.name, None) for field in dataclasses.fields(value)
+    }
+    for name, item in getattr(value, "__dict__", {}).items():
+        attributes.setdefault(name, item)
+    return attributes
+
+
+def _scan_fallback(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return instance_attributes(value)
+    return _fallback(value)
 
 
 def text_of(value: Any) -> str:

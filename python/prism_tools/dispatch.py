@@ -68,7 +68,12 @@ from prism_tools.identity import AgentIdentity, Ownership
 from prism_tools.ledger import RunLedger
 from prism_tools.middleware import MiddlewareDiagnostic, MiddlewareRegistry
 from prism_tools.policies import PermissionPolicy, PermissionRequest, TrustPolicy, TrustRequest
-from prism_tools.redaction import Redactor, effective_redactor, redact_run_ledger_record
+from prism_tools.redaction import (
+    Redactor,
+    effective_redactor,
+    redact_json_text,
+    redact_run_ledger_record,
+)
 from prism_tools.registry import FilterInput, ToolRegistry, compile_filter
 from prism_tools.types import (
     AgentEvent,
@@ -432,6 +437,8 @@ class _Audit:
     async def blocked(self, call: ToolCall, reason: BlockedReason, error: ErrorInfo) -> ToolResult:
         error = self.scrub(error)
         result = _blocked_result(call, reason, error)
+        if self.redactor is not None and isinstance(call.arguments, str | bytes):
+            call = _with_scrubbed_text(call, self.redactor)
         if self.emit is not None:
             pending = self.event(
                 AgentEvent(
@@ -476,6 +483,26 @@ class _Audit:
 
 def _error_result(call: ToolCall, error: ErrorInfo) -> ToolResult:
     return ToolResult(tool_call_id=call.id, name=call.name, error=error)
+
+
+def _scrubbed_tripwire(tripwire: GuardrailTripwire, redactor: Redactor) -> GuardrailTripwire:
+    """A tool's own tripwire as it may leave dispatch: its message and record redacted."""
+    return GuardrailTripwire(
+        redactor.redact(error_text(tripwire)),
+        record=redactor.redact(tripwire.record),
+        code=tripwire.code,
+    )
+
+
+def _with_scrubbed_text(call: ToolCall, redactor: Redactor) -> ToolCall:
+    """The call with its raw argument text, which its row keeps as sent, redacted literal by
+    literal (a secret the model wrote with escapes of its choosing included)."""
+    raw = call.arguments
+    text = raw if isinstance(raw, str) else bytes(cast(bytes, raw)).decode("utf-8", "replace")
+    scrubbed = redact_json_text(text, redactor)
+    if scrubbed == text:
+        return call
+    return ToolCall(call.id, call.name, scrubbed, call.arguments_error)
 
 
 def _blocked_result(call: ToolCall, reason: BlockedReason, error: ErrorInfo) -> ToolResult:
@@ -867,9 +894,15 @@ async def dispatch_tool_call(
             output = execute(arguments, run_context)
             if output is not None and (type(output) is CoroutineType or _isawaitable(output)):
                 output = await output
-        except GuardrailTripwire:
+        except GuardrailTripwire as tripwire:
+            # A tripwire the tool raised itself (a nested run's guardrail) fails the run as the
+            # harness's own would, once the call's rows are closed and its text scrubbed.
             if claim is not None:
                 await claim.unknown()
+            if audit is not None:
+                await audit.failed(call, error_info(tripwire))
+                if audit.redactor is not None:
+                    raise _scrubbed_tripwire(tripwire, audit.redactor) from None
             raise
         except BaseException as err:
             if not isinstance(err, Exception):
@@ -899,7 +932,12 @@ async def dispatch_tool_call(
             if result.error is not None and not isinstance(result.error, ErrorInfo):
                 return await _failed(audit, call, claim, _unreadable_error(name, result.error))
         if guardrails is not None:
-            verdict = await _guard("tool_output", guardrails, result, call, context, audit)
+            try:
+                verdict = await _guard("tool_output", guardrails, result, call, context, audit)
+            except GuardrailTripwire as tripwire:
+                if audit is not None:
+                    await audit.failed(call, error_info(tripwire))  # the tool ran: close its row
+                raise
             if verdict is not None:
                 if claim is not None:
                     return await _unknown_outcome(audit, call, claim)

@@ -7,6 +7,18 @@ object, untouched, which is the common case and costs one ``orjson.dumps``. Only
 present does it walk the value, rebuilding just the containers on the path to a secret: strings,
 dict keys and values, lists, tuples, sets and dataclass fields. The input is never mutated.
 
+Every secret is also matched as Python and JSON print it (``repr``, ``ascii``, a ``bytes``
+repr, a JSON string body): a secret with a quote, a line break or a non-ASCII character reaches
+text through those spellings (an exception's ``KeyError('...')``, the ``str()`` of a container, a
+tool's JSON text), and the raw spelling alone would miss it there.
+
+The walk reads a value the way the JSON writer of events and ledger rows does, so what it
+leaves is what gets written: a dataclass by all its attributes, an ``Enum`` member by its
+value, an object with ``to_dict()`` by what that returns, a named tuple or a subclass of a
+built-in container by its items. Such an object that held a secret comes back rebuilt where
+that is safe (``dataclasses.replace``, a named tuple's ``_make``), and as its plain JSON form,
+redacted, where it is not or where the rebuilt copy would still show a secret.
+
 Bounds: below ``max_depth`` (32) levels a subtree that still holds a secret becomes
 ``"[MaxDepth]"`` (one without a secret is kept as is); a container that contains itself becomes
 ``"[Circular]"``; an object the walk cannot open whose ``str()`` holds a secret is replaced by
@@ -16,6 +28,9 @@ that string, redacted, so a secret never leaves inside an opaque object.
 from __future__ import annotations
 
 import dataclasses
+import enum
+import json
+import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any, Protocol, TypeVar
@@ -33,10 +48,39 @@ MAX_DEPTH_MARKER = _json.MAX_DEPTH_MARKER
 CIRCULAR_MARKER = _json.CIRCULAR_MARKER
 
 
+# Modules whose value types (records, events, results) the walk rebuilds field by field.
+_OWN_TYPES = ("prism_tools.",)
+
+
 class Redactor(Protocol):
     """Anything that can scrub a value: ``redact(value)`` returns a copy without secrets."""
 
     def redact(self, value: T) -> T: ...
+
+
+def secret_spellings(secret: str) -> set[str]:
+    """How Python and JSON print ``secret`` inside other text (``repr``, ``ascii``, a ``bytes``
+    repr, a JSON string body with and without ASCII escapes), besides as it is."""
+    spelled = {
+        str.__repr__(secret)[1:-1],
+        ascii(str(secret))[1:-1],
+        repr(secret.encode("utf-8", "surrogatepass"))[2:-1],
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+    }
+    spelled.discard(secret)
+    spelled.discard("")
+    return spelled
+
+
+def _with_spellings(secrets: tuple[str, ...]) -> tuple[str, ...]:
+    """The secrets, then every other spelling of them (what is not a string is left for the
+    core to refuse)."""
+    spelled: set[str] = set()
+    for secret in secrets:
+        if isinstance(secret, str) and secret:
+            spelled |= secret_spellings(secret)
+    return secrets + tuple(spelled)  # the core merges repeats
 
 
 def _secret_tuple(secrets: Iterable[str]) -> tuple[str, ...]:
@@ -53,7 +97,7 @@ def _secret_tuple(secrets: Iterable[str]) -> tuple[str, ...]:
 class SecretRedactor:
     """Replaces every occurrence of the given secrets inside nested values."""
 
-    __slots__ = ("_matcher", "max_depth")
+    __slots__ = ("_count", "_matcher", "max_depth")
 
     def __init__(
         self,
@@ -70,16 +114,19 @@ class SecretRedactor:
             raise ValueError(f"max_depth must be an integer from 1 to {MAX_DEPTH_CEILING}")
         if not isinstance(replacement, str):
             raise TypeError("replacement must be a string")
-        self._matcher = SecretMatcher(_secret_tuple(secrets), replacement=replacement)
+        given = _secret_tuple(secrets)
+        self._matcher = SecretMatcher(_with_spellings(given), replacement=replacement)
+        # The core took them, so every one is a string.
+        self._count = len({str(secret) for secret in given if secret})
         self.max_depth = max_depth
 
     def __len__(self) -> int:
         """Number of distinct non-empty secrets."""
-        return len(self._matcher)
+        return self._count
 
     def __repr__(self) -> str:
         # Never show the secrets themselves.
-        return f"SecretRedactor(<{len(self._matcher)} secrets>)"
+        return f"SecretRedactor(<{self._count} secrets>)"
 
     def redact_text(self, text: str) -> str:
         """``text`` with every secret replaced."""
@@ -88,14 +135,19 @@ class SecretRedactor:
 
     def contains_secret(self, value: Any) -> bool:
         """Whether any secret occurs anywhere in ``value`` (strings, keys, nested data)."""
-        if not len(self._matcher):
+        return self._scan(value) is not False
+
+    def _scan(self, value: Any) -> bool | None:
+        """``contains_secret``, or ``None`` when the value cannot be written whole to scan (too
+        deep, cyclic, holding a lone surrogate)."""
+        if not self._count:
             return False
         if isinstance(value, str):
             return self._matcher.contains(value)
         try:
             blob = _json.dumps_for_scan(value)
         except Exception:
-            return True  # too deep, too odd or cyclic to serialize: let the walk decide
+            return None
         return self._matcher.contains_json(blob)
 
     def redact(self, value: T) -> T:
@@ -121,18 +173,62 @@ class SecretRedactor:
             ancestors.discard(marker)
 
     def _walk_container(self, value: Any, depth: int, ancestors: set[int]) -> Any:
-        if isinstance(value, Mapping):
-            return self._walk_mapping(value, depth, ancestors)
-        if isinstance(value, list):
-            items = [self._walk(item, depth, ancestors) for item in value]
-            return value if all(a is b for a, b in zip(items, value, strict=True)) else items
-        if type(value) is tuple:
+        kind = type(value)
+        if kind is dict or kind is list:
+            return self._walk_builtin(value, depth, ancestors)
+        if kind is tuple:
             items = [self._walk(item, depth, ancestors) for item in value]
             return value if all(a is b for a, b in zip(items, value, strict=True)) else tuple(items)
-        if isinstance(value, set | frozenset):
-            return type(value)(self._walk(item, depth, ancestors) for item in value)
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if kind is set or kind is frozenset:
+            return kind(self._walk(item, depth, ancestors) for item in value)
+        if isinstance(value, type):
+            return self._walk_opaque(value)
+        # A host's own kind of value: read as the JSON writer reads it, and checked again.
+        redacted = self._walk_object(value, depth, ancestors)
+        if redacted is value or kind.__module__.startswith(_OWN_TYPES):
+            return redacted  # the harness's own types are rebuilt exactly: no second look
+        if self._scan(redacted) is not True:
+            return redacted
+        # Rebuilt, it still shows a secret (a __post_init__ that derives one, a repr of its
+        # own): its plain JSON form, whose every string the walk reaches, leaves instead.
+        return self._walk(_json.loads(_json.dumps_lenient(value)), depth, ancestors)
+
+    def _walk_builtin(self, value: Any, depth: int, ancestors: set[int]) -> Any:
+        if isinstance(value, Mapping):
+            return self._walk_mapping(value, depth, ancestors)
+        items = [self._walk(item, depth, ancestors) for item in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+
+    def _walk_object(self, value: Any, depth: int, ancestors: set[int]) -> Any:
+        if dataclasses.is_dataclass(value):
             return self._walk_dataclass(value, depth, ancestors)
+        if isinstance(value, enum.Enum):
+            # Written as its value; a member cannot be rebuilt around a redacted one.
+            plain = self._walk(value.value, depth, ancestors)
+            return value if plain is value.value else plain
+        to_dict = getattr(value, "to_dict", None)
+        if callable(to_dict):
+            try:
+                written = to_dict()
+            except Exception:
+                return self._walk_opaque(value)
+            plain = self._walk(written, depth, ancestors)
+            return value if plain is written else plain
+        if isinstance(value, Mapping | list):
+            return self._walk_builtin(value, depth, ancestors)
+        if isinstance(value, tuple):
+            items = [self._walk(item, depth, ancestors) for item in value]
+            if all(a is b for a, b in zip(items, value, strict=True)):
+                return value
+            make = getattr(value, "_make", None)  # a named tuple keeps its kind
+            try:
+                return make(items) if callable(make) else tuple(items)
+            except Exception:
+                return tuple(items)
+        if isinstance(value, set | frozenset):
+            # A subclass's constructor may not take an iterable of items: the base kind does.
+            base = frozenset if isinstance(value, frozenset) else set
+            return base(self._walk(item, depth, ancestors) for item in value)
         return self._walk_opaque(value)
 
     def _walk_mapping(self, value: Mapping[Any, Any], depth: int, ancestors: set[int]) -> Any:
@@ -158,20 +254,26 @@ class SecretRedactor:
         return out if changed else value
 
     def _walk_dataclass(self, value: Any, depth: int, ancestors: set[int]) -> Any:
-        changes: dict[str, Any] = {}
-        later: dict[str, Any] = {}
-        for field in dataclasses.fields(value):
-            item = getattr(value, field.name, None)
-            new_item = self._walk(item, depth, ancestors)
-            if new_item is not item:
-                (changes if field.init else later)[field.name] = new_item
-        if not changes and not later:
+        attributes = _json.instance_attributes(value)
+        redacted = {name: self._walk(item, depth, ancestors) for name, item in attributes.items()}
+        if all(redacted[name] is item for name, item in attributes.items()):
             return value
-        copy = dataclasses.replace(value, **changes)
-        for name, item in later.items():
-            # Fields outside __init__ cannot go through replace(); write them on the copy
-            # (object.__setattr__ works for frozen dataclasses too).
-            object.__setattr__(copy, name, item)
+        initial = {
+            field.name
+            for field in dataclasses.fields(value)
+            if field.init and field.name in redacted
+        }
+        try:
+            copy = dataclasses.replace(value, **{name: redacted[name] for name in initial})
+            for name, item in redacted.items():
+                if name not in initial:
+                    # What __init__ does not take (fields with init=False, attributes set by
+                    # __post_init__) is written on the copy; object.__setattr__ works on frozen
+                    # dataclasses too.
+                    object.__setattr__(copy, name, item)
+        except Exception:
+            # An InitVar, an __init__ of its own, slots: no safe copy. Its attributes leave.
+            return redacted
         return copy
 
     def _walk_opaque(self, value: Any) -> Any:
@@ -223,6 +325,63 @@ def effective_redactor(secrets: Iterable[str] | None, redactor: Redactor | None)
         if len(from_secrets):
             return from_secrets if redactor is None else ChainedRedactor((redactor, from_secrets))
     return redactor
+
+
+# A JSON string literal, or the unterminated one that text cut short ends with.
+_STRING_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*(?:"|\\?$)', re.DOTALL)
+# The escapes JSON defines (a UTF-16 pair of escapes first); anything else after a backslash is
+# left as written.
+_JSON_ESCAPE = re.compile(
+    r"\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|\\u([0-9a-fA-F]{4})"
+    r'|\\(["\\/bfnrt])'
+)
+_SIMPLE_ESCAPES = {
+    '"': '"',
+    "\\": "\\",
+    "/": "/",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+}
+
+
+def _decoded_escape(found: re.Match[str]) -> str:
+    high, low, unit, simple = found.groups()
+    if high is not None:
+        return chr(0x10000 + ((int(high, 16) - 0xD800) << 10) + (int(low, 16) - 0xDC00))
+    if unit is not None:
+        return chr(int(unit, 16))
+    return _SIMPLE_ESCAPES[simple]
+
+
+def _decoded_literal(body: str) -> str:
+    """The text a JSON string literal's body spells, as Python's ``json`` reads it, but lenient:
+    an escape JSON does not define stays as written."""
+    return _JSON_ESCAPE.sub(_decoded_escape, body)
+
+
+def redact_json_text(text: str, redactor: Redactor) -> str:
+    r"""Raw JSON text (a model's argument text, kept as sent on a call refused before it was
+    parsed) with each string literal that spells a secret once decoded written again, redacted.
+    A model chooses its escapes: ``"sk\u002dlive"`` or ``"a\/b"`` spell a secret that no
+    matcher finds in the text as it stands. Text that is not JSON is handled literal by literal
+    all the same, and what lies outside literals is left to the redactor's plain match."""
+
+    def scrub(found: re.Match[str]) -> str:
+        literal = found[0]
+        body = literal[1:-1] if len(literal) > 1 and literal.endswith('"') else literal[1:]
+        if "\\" not in body:
+            return literal  # nothing escaped: the plain match sees it as it is
+        decoded = _decoded_literal(body)
+        redacted = redactor.redact(decoded)
+        if redacted == decoded or not isinstance(redacted, str):
+            return literal
+        return json.dumps(redacted, ensure_ascii=False)
+
+    return _STRING_LITERAL.sub(scrub, text)
 
 
 def redact_run_ledger_record(record: ToolCallRecord, redactor: Redactor | None) -> ToolCallRecord:
