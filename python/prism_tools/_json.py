@@ -71,18 +71,16 @@ def dumps_lenient(value: Any) -> bytes:
 
 
 def dumps_for_scan(value: Any) -> bytes:
-    """JSON bytes holding every string and key inside ``value``, for a secret scan.
+    """JSON bytes holding every string and key inside ``value`` that the JSON writer would
+    write, for a secret scan.
 
     Unlike ``dumps_lenient`` it never drops anything: a value that cannot be written whole
     (too deep, a cycle, an integer beyond 64 bits) raises, so the caller knows the scan is not
-    conclusive; and a dataclass shows every attribute, its ``_private`` fields and the ones
-    ``__post_init__`` set included, where the JSON writer would skip some.
+    conclusive. A dataclass's ``_private`` attributes are left out, as the writer leaves them out
+    of every event and row (orjson skips them); reading every dataclass through Python instead
+    would double the scan of every event and row.
     """
-    return orjson.dumps(
-        value,
-        default=_scan_fallback,
-        option=orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS,
-    )
+    return orjson.dumps(value, default=_fallback, option=orjson.OPT_NON_STR_KEYS)
 
 
 def instance_attributes(value: Any) -> dict[str, Any]:
@@ -94,12 +92,6 @@ def instance_attributes(value: Any) -> dict[str, Any]:
     for name, item in getattr(value, "__dict__", {}).items():
         attributes.setdefault(name, item)
     return attributes
-
-
-def _scan_fallback(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return instance_attributes(value)
-    return _fallback(value)
 
 
 def text_of(value: Any) -> str:

@@ -152,7 +152,7 @@ class SecretRedactor:
 
     def redact(self, value: T) -> T:
         """A copy of ``value`` with every secret replaced; the same object if none occurs."""
-        if not self.contains_secret(value):
+        if self._scan(value) is False:
             return value
         return self._walk(value, 0, set())  # type: ignore[no-any-return]
 
