@@ -272,10 +272,11 @@ impl PyToolSearchIndex {
         let Ok(name) = name.cast::<PyString>() else {
             return false;
         };
-        let name = name.to_string_lossy();
+        // Python's own string equality: a lossy conversion would take "get\ud800" for the
+        // "get\ufffd" of another tool.
         self.names
             .iter()
-            .any(|known| known.bind(py).to_string_lossy() == name)
+            .any(|known| known.bind(py).as_any().eq(name).unwrap_or(false))
     }
 
     fn __repr__(&self) -> String {

@@ -221,6 +221,9 @@ def test_names_len_contains_and_limits() -> None:
     assert "send_email" in INDEX
     assert "send" not in INDEX
     assert 3 not in INDEX
+    replaced = index_of(("get\ufffd\ufffd\ufffd", "weather"))
+    assert "get\ufffd\ufffd\ufffd" in replaced
+    assert "get\ud800" not in replaced  # compared exactly, not after a lossy conversion
     assert INDEX.max_indexed == search_module.DEFAULT_MAX_INDEXED == 1024
     assert INDEX.max_query_bytes == search_module.DEFAULT_MAX_QUERY_BYTES == 4096
     custom = index_of(("a", ""), max_indexed=7, max_query_bytes=9)
