@@ -939,3 +939,67 @@ async def test_parsed_calls_run_through_dispatch_and_bad_input_never_runs() -> N
     }
     assert blocks[1]["is_error"] is True
     assert blocks[1]["content"].endswith('Argument text received: {"city": ')
+
+
+# Turns that reuse ids and indexes.
+
+
+def test_a_result_quotes_only_the_argument_text_of_the_call_it_answers() -> None:
+    # A server that sends no ids: every turn's call gets the fallback id call_0.
+    bad_error = ErrorInfo("not an object", code="invalid_json_arguments")
+    messages = [
+        Message("user", "go"),
+        Message("assistant", "", tool_calls=(ToolCall("call_0", "lookup", "city=Paris"),)),
+        Message("tool", None, tool_call_id="call_0", name="lookup", error=bad_error),
+        Message("assistant", "", tool_calls=(ToolCall("call_0", "lookup", {"city": "Lisbon"}),)),
+        Message("tool", "found Lisbon", tool_call_id="call_0", name="lookup"),
+    ]
+    sent = anthropic_messages(messages)
+    first, second = sent[2]["content"][0], sent[4]["content"][0]  # type: ignore[index]
+    assert first["content"].endswith("Argument text received: city=Paris")
+    assert second["content"] == "found Lisbon"
+
+
+@pytest.mark.parametrize("index", [1, None], ids=["reused-index", "no-index"])
+def test_a_server_tool_block_never_feeds_its_input_to_a_call(index: int | None) -> None:
+    def start(block: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "content_block_start", "index": index, "content_block": block}
+
+    def piece(text: str) -> dict[str, Any]:
+        delta = {"type": "input_json_delta", "partial_json": text}
+        return {"type": "content_block_delta", "index": index, "delta": delta}
+
+    server_tool = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search"}
+    events = [
+        start(tool_use("toolu_1", "send_email", {})),
+        piece('{"to": "me"}'),
+        {"type": "content_block_stop", "index": index},
+        start(server_tool),
+        piece('{"to": "attacker"}'),
+    ]
+    [call] = assemble_response(anthropic_stream_deltas(events)).tool_calls
+    assert call == ToolCall("toolu_1", "send_email", {"to": "me"})
+
+
+@pytest.mark.parametrize("start", [[], 0, False, [1]])
+def test_a_start_input_that_is_not_an_object_is_refused_as_the_whole_response_refuses_it(
+    start: Any,
+) -> None:
+    event = {"type": "content_block_start", "index": 0, "content_block": tool_use("t1", "t", start)}
+    [streamed] = assemble_response(anthropic_stream_deltas([event])).tool_calls
+    [whole] = parse_anthropic_response(message([tool_use("t1", "t", start)])).tool_calls
+    assert streamed.arguments_error is not None
+    assert whole.arguments_error is not None
+    assert streamed.arguments_error.details == whole.arguments_error.details
+    assert streamed.arguments_error.details == {"reason": "not_an_object"}
+
+
+def test_parsed_input_is_sent_back_exactly_however_deep_or_wide() -> None:
+    deep: Any = {"n": 2**70 + 1}
+    for _ in range(255):
+        deep = {"a": deep}
+    call = ToolCall("toolu_1", "t", deep)
+    [_, assistant] = anthropic_messages([Message("user", "go"), Message("assistant", "", (call,))])
+    [block] = assistant["content"]  # type: ignore[misc]
+    assert block["input"] == deep
+    assert "[MaxDepth]" not in json.dumps(block["input"])

@@ -850,3 +850,51 @@ async def test_an_agent_over_the_sdk_recovers_from_malformed_streamed_arguments(
     assert second[-1]["role"] == "tool"
     assert second[-1]["tool_call_id"] == "call_1"
     assert "invalid_json_arguments" in second[-1]["content"]
+
+
+# One choice only, exact arguments.
+
+
+def test_a_stream_reads_one_choice_as_the_whole_response_does() -> None:
+    first = {
+        "index": 0,
+        "delta": {"content": "A", "tool_calls": [piece(0, '{"p": 1}', "a", "read")]},
+    }
+    second = {
+        "index": 0,
+        "delta": {"content": "B", "tool_calls": [piece(0, '{"p": 2}', "b", "delete")]},
+    }
+    unindexed = [{**first, "index": None}, {**second, "index": None}]
+    for choices in ([first, second], unindexed, [first, {**second, "index": 1}]):
+        data = {**chunk(), "choices": choices}
+        streamed = assemble_response(openai_stream_deltas(data))
+        assert streamed.text == "A"
+        assert streamed.tool_calls == (ToolCall("a", "read", {"p": 1}),)
+    answer = {"content": "A", "tool_calls": [tool_call("a", "read", '{"p": 1}')]}
+    other = {"content": "B"}
+    whole = parse_openai_response(
+        {"choices": [{"index": 0, "message": answer}, {"index": 1, "message": other}]}
+    )
+    assert (whole.text, whole.tool_calls) == ("A", (ToolCall("a", "read", {"p": 1}),))
+
+
+def test_a_response_whose_choices_all_have_another_index_is_malformed() -> None:
+    payload = completion({"content": "", "tool_calls": [tool_call("a", "read", "{}")]})
+    payload["choices"][0]["index"] = 1
+    with pytest.raises(ProviderStreamError) as caught:
+        parse_openai_response(payload)
+    assert caught.value.reason == "malformed_payload"
+    # A chunk of another choice (a request for several) is simply not this answer's.
+    other_choice = {**chunk(), "choices": [{"index": 1, "delta": {"content": "x"}}]}
+    assert openai_stream_deltas(other_choice) == []
+
+
+def test_parsed_arguments_are_sent_back_exactly_however_deep_or_wide() -> None:
+    deep: Any = {"n": 2**70 + 1}
+    for _ in range(255):
+        deep = {"a": deep}
+    call = ToolCall("call_1", "t", deep)
+    sent = openai_messages([Message("user", "go"), Message("assistant", "", (call,))])
+    text = sent[1]["tool_calls"][0]["function"]["arguments"]  # type: ignore[index]
+    assert json.loads(text) == deep
+    assert text == json.dumps(deep, separators=(",", ":"))

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, cast
 
+from prism_tools import _json
 from prism_tools.errors import ArgumentsError
 from prism_tools.messages import Message, ProviderDelta, ProviderRequest, ProviderResponse, Usage
 from prism_tools.providers.openai import EMPTY_PARAMETERS, arguments_text
@@ -99,7 +100,14 @@ def tool_input(arguments: JSONValue) -> tuple[dict[str, JSONValue], str | None]:
     """A call's ``input`` object as a request carries it (``sendable_plain``), and the argument
     text, as it came, when it was not a JSON object (then the input is ``{}``)."""
     if isinstance(arguments, Mapping):
-        return cast(dict[str, JSONValue], sendable_plain(arguments)), None
+        try:
+            _json.dumps_exact(arguments)
+        except ValueError:
+            # Values JSON cannot hold as they are (a host's objects, a lone surrogate).
+            return cast(dict[str, JSONValue], sendable_plain(arguments)), None
+        # Plain JSON already, as parsed arguments are: sent as they are, however deep the
+        # parser let them be (the copy would cut them at the writer's depth).
+        return cast(dict[str, JSONValue], arguments), None
     text = arguments_text(arguments)
     try:
         return parse_tool_arguments(text), None
@@ -147,7 +155,12 @@ def anthropic_messages(messages: Sequence[Message]) -> list[dict[str, JSONValue]
             blocks = _blocks(message.content)
             for call in message.tool_calls:
                 arguments, text = tool_input(call.arguments)
-                if text is not None:
+                # Keyed by id, which a fallback id makes unique within one turn only: each call
+                # replaces what an earlier one with its id left, so a result never quotes the
+                # text of another turn's call.
+                if text is None:
+                    received.pop(call.id, None)
+                else:
                     received[call.id] = text
                 blocks.append(
                     {
@@ -249,21 +262,27 @@ class AnthropicStreamMapper:
             block = mapping_field(data, "content_block", "event")
             block_kind = str_field(block, "type", "content_block")
             index = int_field(data, "index", "event")
-            if block_kind == "text":
-                text = str_field(block, "text", "text block")
-                return [ProviderDelta(text=text)] if text else []
-            if block_kind == "tool_use":
-                self._tool_blocks.add(index)
-                start = block.get("input")
-                return [
-                    ProviderDelta(
-                        tool_call_index=index,
-                        tool_call_id=str_field(block, "id", "tool_use block"),
-                        tool_name=str_field(block, "name", "tool_use block"),
-                        arguments_text=_input_text(block) if start else "",
-                    )
-                ]
-            return []
+            if block_kind != "tool_use":
+                # Another block now holds this index: its pieces (a server tool's input) are
+                # never a call's, whatever block held the index before.
+                self._tool_blocks.discard(index)
+                if block_kind == "text":
+                    text = str_field(block, "text", "text block")
+                    return [ProviderDelta(text=text)] if text else []
+                return []
+            self._tool_blocks.add(index)
+            start = block.get("input")
+            # The start usually carries an empty input and the text follows in pieces; any other
+            # input, an object or not, is the call's argument text as it came.
+            empty = start is None or (isinstance(start, Mapping) and not start)
+            return [
+                ProviderDelta(
+                    tool_call_index=index,
+                    tool_call_id=str_field(block, "id", "tool_use block"),
+                    tool_name=str_field(block, "name", "tool_use block"),
+                    arguments_text="" if empty else _input_text(block),
+                )
+            ]
         if kind == "message_start":
             message = mapping_field(data, "message", "event")
             usage = mapping_field(message, "usage", "message")

@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
+from prism_tools import _json
 from prism_tools.messages import Message, ProviderDelta, ProviderRequest, ProviderResponse, Usage
 from prism_tools.providers.payloads import ToolPayloadCache
 from prism_tools.providers.streaming import (
+    ProviderStreamError,
     ToolCallAssembler,
     as_mapping,
     assemble_stream,
@@ -74,8 +76,15 @@ def _content(value: JSONValue) -> JSONValue:
 
 def arguments_text(arguments: JSONValue) -> str:
     """A call's arguments as the JSON text the format carries; raw text is returned as it came
-    (lone surrogates included: the request builders make it sendable)."""
-    return arguments if isinstance(arguments, str) else json_text(arguments)
+    (lone surrogates included: the request builders make it sendable). Parsed arguments are
+    written exactly (an integer beyond 64 bits keeps its digits, nesting to the parser's
+    ceiling is kept whole); only what JSON cannot hold goes through the lenient writer."""
+    if isinstance(arguments, str):
+        return arguments
+    try:
+        return _json.dumps_exact(arguments).decode()
+    except ValueError:
+        return json_text(arguments)
 
 
 def openai_messages(
@@ -135,9 +144,12 @@ def _usage(payload: Mapping[str, Any]) -> Usage:
     )
 
 
-def _first_choice(payload: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for position, item in enumerate(list_field(payload, "choices", "response")):
-        choice = as_mapping(item, f"response.choices[{position}]")
+def _first_choice(payload: Mapping[str, Any], what: str) -> Mapping[str, Any] | None:
+    """The choice with index 0 (or none given), the first such; ``None`` when there is none.
+    One choice only, in a whole response and in each chunk of a stream alike: a second choice's
+    calls are another answer, never more calls of this one."""
+    for position, item in enumerate(list_field(payload, "choices", what)):
+        choice = as_mapping(item, f"{what}.choices[{position}]")
         if int_field(choice, "index", "choice") in (None, 0):
             return choice
     return None
@@ -159,7 +171,12 @@ def parse_openai_response(payload: object, **limits: int) -> ProviderResponse:
     """
     data = plain_payload(payload, "chat completion")
     assembler = ToolCallAssembler(**limits)
-    choice = _first_choice(data)
+    choice = _first_choice(data, "response")
+    if choice is None and list_field(data, "choices", "response"):
+        # Choices, but not the first: reading none of them would pass for an empty answer.
+        raise ProviderStreamError(
+            "the response has choices but none with index 0", "malformed_payload"
+        )
     if choice is not None:
         message = mapping_field(choice, "message", "choice")
         text = str_field(message, "content", "message") or str_field(message, "refusal", "message")
@@ -190,10 +207,8 @@ def openai_stream_deltas(chunk: object) -> list[ProviderDelta]:
     """
     data = plain_payload(chunk, "chat completion chunk")
     out: list[ProviderDelta] = []
-    for position, item in enumerate(list_field(data, "choices", "chunk")):
-        choice = as_mapping(item, f"chunk.choices[{position}]")
-        if int_field(choice, "index", "choice") not in (None, 0):
-            continue
+    choice = _first_choice(data, "chunk")
+    if choice is not None:
         delta = mapping_field(choice, "delta", "choice")
         text = str_field(delta, "content", "delta") or str_field(delta, "refusal", "delta")
         if text:
