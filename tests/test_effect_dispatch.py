@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import multiprocessing
 import os
@@ -165,9 +166,9 @@ async def test_lone_surrogates_from_the_model_never_leave_an_effect_unknown() ->
     store = InMemoryToolEffectStore()
     definition = tool(body, REQUIRED)
     first = await send(definition, effect_store=store, arguments={"to": "x\ud800"})
-    assert first.value == {"sent_to": "x\ud800"}
+    assert first.value == {"sent_to": "x\ufffd"}  # the stored copy, as every delivery gets it
     again = await send(definition, effect_store=store, arguments={"to": "x\ud800"})
-    assert again.value == {"sent_to": "x\ufffd"}  # the stored copy, replayed
+    assert again.value == first.value
     assert body.runs == 1
     # A call id holding one cannot key a record: refused before the tool runs.
     refused = await send(definition, effect_store=store, call_id="c\ud800")
@@ -580,3 +581,124 @@ async def test_the_runtime_passes_its_store_and_identity_to_every_call() -> None
     assert row.error is not None
     assert row.error.code == "ERR_PRISM_TOOL_EFFECT_CONFLICT"
     assert body.runs == 1
+
+
+# --- cancellation, redaction, replay ------------------------------------------------------------
+
+
+class GatedStore(InMemoryToolEffectStore):
+    """Holds one of the claim holder's writes until the test lets it land (or cancels the
+    call waiting on it), as a group commit does."""
+
+    def __init__(self, step: str) -> None:
+        super().__init__()
+        self.step = step
+        self.waiting = asyncio.Event()
+        self.land = asyncio.Event()
+
+    async def mark_dispatched_from(self, key: Any, held: Any) -> Any:
+        return await self._gated("dispatched", super().mark_dispatched_from(key, held))
+
+    async def complete_from(self, key: Any, held: Any, result: Any) -> Any:
+        return await self._gated("complete", super().complete_from(key, held, result))
+
+    async def _gated(self, step: str, write: Any) -> Any:
+        record = await write  # the write lands; its waiter is what gets cancelled
+        if step == self.step:
+            self.waiting.set()
+            await self.land.wait()
+        return record
+
+
+@pytest.mark.parametrize(
+    ("step", "runs", "statuses"),
+    [("dispatched", 0, {"failed_terminal", "unknown"}), ("complete", 1, {"completed"})],
+)
+async def test_a_call_cancelled_while_its_claim_is_written_is_closed_and_not_left_held(
+    step: str, runs: int, statuses: set[str]
+) -> None:
+    body = Counter()
+    store = GatedStore(step)
+    ledger = InMemoryRunLedger()
+    task = asyncio.create_task(send(tool(body, REQUIRED), effect_store=store, ledger=ledger))
+    await store.waiting.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    assert body.runs == runs
+    assert [row.status for row in ledger.records] == ["started", "error"]
+    closing_row = ledger.records[-1].result
+    assert closing_row is not None
+    assert closing_row.error is not None
+    assert closing_row.error.code == "cancelled"
+    record = await store.get(stored_key())
+    assert record is not None
+    assert record.status in statuses
+    assert record.claim_token is None  # no claim left held until its expiry
+
+
+async def test_a_redactor_that_matches_the_call_id_never_turns_a_success_unknown() -> None:
+    body = Counter()
+    store = InMemoryToolEffectStore()
+    secret_id = "call_hunter2_1"
+    result = await send(
+        tool(body, REQUIRED), effect_store=store, call_id=secret_id, secrets=["hunter2"]
+    )
+    assert result.error is None
+    assert result.value == "sent"
+    assert result.tool_call_id == "call_[REDACTED]_1"  # what leaves dispatch is redacted
+    key = ToolEffectKey.derive(
+        IDENTITY, None, session_id="s1", run_id="r1", tool_call_id=secret_id,
+        tool_name="send_email", arguments={"to": "a@b.c"},
+    )  # fmt: skip
+    record = await store.get(key)
+    assert record is not None
+    assert record.status == "completed"
+    assert body.runs == 1
+
+
+async def test_every_delivery_of_a_completed_call_gets_the_same_stored_result() -> None:
+    output = {"price": float("nan"), "limit": float("inf"), "at": datetime.date(2024, 1, 2)}
+    body = Counter(output=output)
+    store = InMemoryToolEffectStore()
+    first = await send(tool(body, REQUIRED), effect_store=store)
+    again = await send(tool(body, REQUIRED), effect_store=store)
+    assert body.runs == 1
+    assert first.value == again.value == {"price": None, "limit": None, "at": "2024-01-02"}
+
+
+async def test_a_stale_claim_never_marks_the_claim_that_replaced_it_unknown() -> None:
+    clock = [datetime.datetime.now(datetime.UTC)]
+    store = InMemoryToolEffectStore(now=lambda: clock[0])
+    in_tool, release = asyncio.Event(), asyncio.Event()
+    runs: list[str] = []
+
+    async def body(args: dict[str, Any], context: ToolExecutionContext) -> Any:
+        runs.append(context.tool_call_id)
+        in_tool.set()
+        await release.wait()
+        return "sent"
+
+    definition = ToolDefinition("send_email", execute=body, effect=REQUIRED)
+    redelivery: asyncio.Task[ToolResult] | None = None
+
+    async def stall(call: ToolCall, tool_def: ToolDefinition, ctx: ToolExecutionContext) -> None:
+        nonlocal redelivery
+        clock[0] += datetime.timedelta(minutes=16)  # past the claim's expiry
+        redelivery = asyncio.create_task(send(definition, effect_store=store))
+        await in_tool.wait()  # the redelivery took a new claim and runs the tool
+
+    stale = await send(definition, effect_store=store, before_execute=stall)
+    assert stale.error is not None  # its claim expired: an unknown outcome for this delivery
+    record = await store.get(stored_key())
+    assert record is not None
+    assert record.status == "dispatched"  # the live claim is left alone
+    release.set()
+    assert redelivery is not None
+    fresh = await redelivery
+    assert fresh.value == "sent"
+    assert runs == ["c1"]
+    record = await store.get(stored_key())
+    assert record is not None
+    assert record.status == "completed"

@@ -283,3 +283,32 @@ def test_many_processes_opening_a_new_file_together_all_succeed(tmp_path: Path) 
         assert [process.exitcode for process in processes] == [0] * count
         with SqliteRunLedger(target) as ledger:
             assert len(ledger) == count
+
+
+@pytest.mark.parametrize(
+    ("call_id", "name"),
+    [("c2", 123), ("c3", None), (7, "echo")],
+    ids=["int-name", "no-name", "int-id"],
+)
+async def test_rows_of_calls_with_odd_ids_or_names_read_back(
+    tmp_path: Path, call_id: Any, name: Any
+) -> None:
+    ran: list[Any] = []
+
+    async def echo(args: dict[str, Any], context: ToolExecutionContext) -> Any:
+        ran.append(context.tool_call_id)
+        return "ok"
+
+    registry = create_tool_registry([ToolDefinition("echo", execute=echo)])
+    with SqliteRunLedger(tmp_path / "ledger.db") as ledger:
+        await dispatch_tool_call(
+            ToolCall(call_id, name, {}),
+            registry,
+            ToolExecutionContext(session_id="s1", run_id="r1", tool_call_id="c"),
+            ledger=ledger,
+        )
+        rows = ledger.rows(run_id="r1")
+    assert rows
+    assert all(row.tool_call_id == str(call_id) for row in rows)
+    assert all(row.name == str(name) for row in rows)
+    assert ran == ([call_id] if name == "echo" else [])  # a blocked call never runs

@@ -25,6 +25,7 @@ raise; everything else comes back as a ``ToolResult``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import itertools
 import logging
@@ -886,6 +887,13 @@ async def dispatch_tool_call(
         if claim is not None:
             try:
                 await claim.dispatched()
+            except asyncio.CancelledError:
+                # The tool did not run; the mark may have landed all the same (a group commit
+                # writes it): the claim is released or marked unknown, the call closed.
+                await claim.abandon()
+                if audit is not None:
+                    await audit.failed(call, _CANCELLED)
+                raise
             except Exception:
                 # Dispatch was attempted: from here on the outcome counts as unknown.
                 return await _unknown_outcome(audit, call, claim)
@@ -952,9 +960,22 @@ async def dispatch_tool_call(
             if result.error is not None:
                 return await _unknown_outcome(audit, call, claim)
             if audit is not None:
-                result = cast(ToolResult, audit.scrub(result))
+                scrubbed = cast(ToolResult, audit.scrub(result))
+                if scrubbed.tool_call_id != result.tool_call_id or scrubbed.name != result.name:
+                    # The store holds the result under the call's own id and tool name (they are
+                    # its key, kept unredacted there anyway); what leaves is redacted below.
+                    scrubbed = dataclasses.replace(
+                        scrubbed, tool_call_id=result.tool_call_id, name=result.name
+                    )
+                result = scrubbed
             try:
                 result = await claim.complete(result)
+            except asyncio.CancelledError:
+                # The tool ran; whether its result was stored is not known here.
+                await claim.unknown()
+                if audit is not None:
+                    await audit.failed(call, _CANCELLED)
+                raise
             except Exception:
                 return await _unknown_outcome(audit, call, claim)
 

@@ -34,6 +34,7 @@ from prism_tools.effects import (
     ToolEffectStore,
     classifier_context,
     resolve_effect,
+    stored_result,
 )
 from prism_tools.identity import AgentIdentity, Ownership
 from prism_tools.types import ErrorInfo, JSONValue, ToolDefinition, ToolExecutionContext, ToolResult
@@ -98,7 +99,9 @@ class EffectClaim:
         self.confirmed = True
 
     async def complete(self, result: ToolResult) -> ToolResult:
-        """Stores the result; returns the stored copy."""
+        """Stores the result; returns the stored copy, as a duplicate delivery reads it back
+        (NaN as null, a date as its ISO text, a tuple as a list), so every delivery of the call
+        gets the same result."""
         store = self.store
         if _advances_held_claims(store):
             record = await store.complete_from(self.key, self.record, result)
@@ -109,7 +112,24 @@ class EffectClaim:
                 expected_version=self.record.version,
                 result=result,
             )
-        return record.result if record.result is not None else result
+        return stored_result(record.result if record.result is not None else result)
+
+    async def abandon(self) -> None:
+        """Cancelled while the mark of dispatch was being written, so the tool did not run but
+        the mark may have landed: the claim is released if it did not, else marked unknown
+        (dispatch counts as attempted). Store errors are swallowed."""
+        try:
+            await self.store.fail(
+                self.key,
+                claim_token=self.token,
+                expected_version=self.record.version,
+                status="failed_terminal",
+                failure={"code": ERR_TOOL_EFFECT_PRE_DISPATCH},
+            )
+            return
+        except Exception:
+            pass  # the mark landed (a newer version), or the store failed: try the other way
+        await self.unknown()
 
     async def unknown(self) -> None:
         """The outcome is unknown: mark it so, using our claim if dispatched was confirmed, else
@@ -119,9 +139,11 @@ class EffectClaim:
             token, version = self.token, self.record.version
             if not self.confirmed:
                 record = await self.store.get(self.key)
-                if record is None or record.status != "dispatched" or record.claim_token is None:
+                # Only a mark this claim wrote: past its expiry another worker may hold a new
+                # claim on the key, and its outcome is not this call's to judge.
+                if record is None or record.status != "dispatched" or record.claim_token != token:
                     return
-                token, version = record.claim_token, record.version
+                version = record.version
             await self.store.mark_unknown(
                 self.key,
                 claim_token=token,

@@ -867,6 +867,12 @@ def _strict_json(data: dict[str, JSONValue]) -> bytes:
         return _json.dumps(_json.without_lone_surrogates(data))
 
 
+def stored_result(result: ToolResult) -> ToolResult:
+    """``result`` as a store holds it and a duplicate delivery reads it back: its JSON (see
+    ``_strict_json``) read again."""
+    return ToolResult.from_dict(_json.loads(_strict_json(result.to_dict())))
+
+
 def _check_version(value: Any) -> int:
     if type(value) is not int or value < 1:
         raise _conflict()
@@ -1598,4 +1604,5 @@ __all__ = [
     "classifier_context",
     "effect_key",
     "resolve_effect",
+    "stored_result",
 ]

@@ -32,15 +32,20 @@ def column_text(value: str) -> str:
 
 def row_columns(record: ToolCallRecord) -> tuple[str, str, str, str, str, str]:
     """A durable ledger's indexed columns of ``record``: row id, session id, run id, tool call
-    id, tool name and status, each as ``column_text`` stores it."""
+    id, tool name and status, each as ``column_text`` stores it (one that is not text, as its
+    text)."""
     return (
-        column_text(record.id),
-        column_text(record.session_id),
-        column_text(record.run_id),
-        column_text(record.tool_call_id),
-        column_text(record.name),
+        column_text(_text(record.id)),
+        column_text(_text(record.session_id)),
+        column_text(_text(record.run_id)),
+        column_text(_text(record.tool_call_id)),
+        column_text(_text(record.name)),
         record.status,
     )
+
+
+def _text(value: Any) -> str:
+    return value if type(value) is str else _json.text_of(value)
 
 
 StoredRow: TypeAlias = tuple[str, str, str, str, str, str, str]
@@ -48,10 +53,25 @@ StoredRow: TypeAlias = tuple[str, str, str, str, str, str, str]
 
 
 def stored_row(record: ToolCallRecord) -> StoredRow:
-    """``record`` as a durable ledger stores it; anything else is a ``TypeError``."""
+    """``record`` as a durable ledger stores it; anything else is a ``TypeError``. A text field
+    holding something else (a host's call with an integer id, a tool name the model sent as a
+    number) is stored as its text, so the row reads back like every other."""
     if not isinstance(record, ToolCallRecord):
         raise TypeError(f"ledger rows must be ToolCallRecord, got {type(record).__name__}")
-    return (*row_columns(record), _json.dumps_lenient(record.to_dict()).decode("utf-8"))
+    data = record.to_dict()
+    _texts_as_text(data, _ROW_TEXTS, required=True)
+    _texts_as_text(data, _ROW_OPTIONAL_TEXTS, required=False)
+    result = data.get("result")
+    if isinstance(result, dict):
+        _texts_as_text(result, ("tool_call_id", "name"), required=True)
+    return (*row_columns(record), _json.dumps_lenient(data).decode("utf-8"))
+
+
+def _texts_as_text(data: dict[str, Any], names: tuple[str, ...], *, required: bool) -> None:
+    for name in names:
+        value = data.get(name)
+        if type(value) is not str and (required or value is not None):
+            data[name] = _json.text_of(value)
 
 
 _ROW: Final = "stored ledger row"
