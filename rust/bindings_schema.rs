@@ -18,7 +18,9 @@ use ahash::AHashMap;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
+use pyo3::types::{
+    PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple, PyType,
+};
 use serde_json::{Map, Number, Value};
 
 use pyo3::sync::PyOnceLock;
@@ -106,32 +108,21 @@ fn to_value(
     if depth >= max_depth {
         return Err(Conversion::TooDeep { path: path.clone() });
     }
-    let base = path.len();
     if let Ok(dict) = object.cast::<PyDict>() {
-        let mut map = Map::new();
-        for (key, item) in dict.iter() {
-            let Ok(key) = key.cast::<PyString>() else {
-                return Err(Conversion::NotJson {
-                    path: path.clone(),
-                    what: format!("a {} key", type_name(&key)),
-                });
-            };
-            let key = key.to_str().map_err(|_| Conversion::NotJson {
-                path: path.clone(),
-                what: "a key with a lone surrogate".into(),
-            })?;
-            path.push('/');
-            if key.contains(['~', '/']) {
-                path.push_str(&key.replace('~', "~0").replace('/', "~1"));
-            } else {
-                path.push_str(key);
-            }
-            let value = to_value(&item, depth + 1, max_depth, path)?;
-            path.truncate(base);
-            map.insert(key.to_owned(), value);
-        }
-        return Ok(Value::Object(map));
+        return object_value(dict.iter(), depth, max_depth, path);
     }
+    if let Ok(mapping) = object.cast::<PyMapping>() {
+        // Another mapping (a read-only view, a host's own Mapping) reads as a dict would.
+        let pairs = mapping
+            .items()
+            .and_then(|items| items.extract::<Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>)>>())
+            .map_err(|_| Conversion::NotJson {
+                path: path.clone(),
+                what: format!("a {} whose items cannot be read", type_name(object)),
+            })?;
+        return object_value(pairs.into_iter(), depth, max_depth, path);
+    }
+    let base = path.len();
     let items: Vec<Bound<'_, PyAny>> = if let Ok(list) = object.cast::<PyList>() {
         list.iter().collect()
     } else if let Ok(tuple) = object.cast::<PyTuple>() {
@@ -150,6 +141,39 @@ fn to_value(
         path.truncate(base);
     }
     Ok(Value::Array(array))
+}
+
+/// A JSON object from a mapping's `(key, value)` pairs; every key must be a string.
+fn object_value<'py>(
+    pairs: impl Iterator<Item = (Bound<'py, PyAny>, Bound<'py, PyAny>)>,
+    depth: usize,
+    max_depth: usize,
+    path: &mut String,
+) -> Result<Value, Conversion> {
+    let base = path.len();
+    let mut map = Map::new();
+    for (key, item) in pairs {
+        let Ok(key) = key.cast::<PyString>() else {
+            return Err(Conversion::NotJson {
+                path: path.clone(),
+                what: format!("a {} key", type_name(&key)),
+            });
+        };
+        let key = key.to_str().map_err(|_| Conversion::NotJson {
+            path: path.clone(),
+            what: "a key with a lone surrogate".into(),
+        })?;
+        path.push('/');
+        if key.contains(['~', '/']) {
+            path.push_str(&key.replace('~', "~0").replace('/', "~1"));
+        } else {
+            path.push_str(key);
+        }
+        let value = to_value(&item, depth + 1, max_depth, path)?;
+        path.truncate(base);
+        map.insert(key.to_owned(), value);
+    }
+    Ok(Value::Object(map))
 }
 
 /// Issues as `(path, keyword, message)` tuples, and the total count (which may be larger).

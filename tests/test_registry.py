@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import sys
+import threading
 from typing import Any
 
 import pytest
@@ -155,3 +157,24 @@ class RegistryModel(RuleBasedStateMachine):
 
 
 TestRegistryModel = RegistryModel.TestCase
+
+
+def test_a_listing_taken_while_another_thread_replaces_a_tool_holds_each_name_once() -> None:
+    registry = create_tool_registry([ToolDefinition(name) for name in "abc"])
+    stop = threading.Event()
+
+    def replace_forever() -> None:
+        while not stop.is_set():
+            registry.register(ToolDefinition("a", description="again"))
+
+    writer = threading.Thread(target=replace_forever)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads take turns often, so a listing lands mid-replace
+    writer.start()
+    try:
+        listings = [[tool.name for tool in registry.list()] for _ in range(20_000)]
+    finally:
+        stop.set()
+        writer.join()
+        sys.setswitchinterval(interval)
+    assert all(names == ["a", "b", "c"] for names in listings)

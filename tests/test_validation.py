@@ -8,6 +8,7 @@ import select
 import socket
 import sys
 import threading
+import types
 from collections.abc import Iterator
 from typing import Any
 
@@ -1621,3 +1622,17 @@ def test_validator_settings_are_read_only_and_bound_once() -> None:
         validator.missing_schema = "reject"  # type: ignore[misc]
     with pytest.raises(ValueError, match="bound to a core already"):
         validator._use_core(create_json_schema_adapter()._core, 10, 10)
+
+
+def test_a_schema_held_in_another_kind_of_mapping_validates_as_a_dict_would() -> None:
+    schema = types.MappingProxyType(
+        {"type": "object", "properties": {"x": types.MappingProxyType({"type": "integer"})}}
+    )
+    tool = ToolDefinition(name="t", parameters=schema)
+    validator = create_json_schema_tool_argument_validator()
+    assert validator(tool, {"x": 1}) is None
+    refused = validator(tool, {"x": "one"})
+    assert isinstance(refused, ErrorInfo)
+    assert refused.code == "invalid_tool_arguments"
+    create_tool_registry([tool], check_schemas=True)  # passes the guards at registration
+    check_schema(schema)

@@ -91,7 +91,10 @@ class ToolRegistry:
 
     def list(self) -> builtins.list[ToolDefinition]:
         """A new list of the tools in registration order."""
-        return list(self._tools)
+        # Under the lock: a replace appends the new tool before it takes the old one's place,
+        # so an unlocked copy could hold both.
+        with self._lock:
+            return list(self._tools)
 
     def names(self) -> builtins.list[str]:
         """Tool names in registration order."""
