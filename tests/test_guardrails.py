@@ -918,3 +918,138 @@ def test_guardrails_keep_what_they_are_given_as_tuples() -> None:
     built = Guardrails(tool_input=[guard], packs=iter([GuardrailRulePack("p", [guard])]))
     assert built.tool_input == (guard,)
     assert [pack.name for pack in built.packs] == ["p"]
+
+
+# --- guards that fail in ways of their own ------------------------------------------------------
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+@pytest.mark.parametrize("stage", ["tool_input", "tool_output"])
+async def test_a_guard_that_raises_a_cancellation_of_something_else_fails_closed(
+    concurrency: int, stage: str
+) -> None:
+    async def shared_request(context: GuardrailContext) -> GuardrailDecision:
+        elsewhere: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        elsewhere.cancel()  # a classifier request another caller cancelled
+        await elsewhere
+        return GuardrailDecision("allow")
+
+    guards = [guardrail("classifier", stage, shared_request)]  # type: ignore[arg-type]
+    error, tool, log, _ledger = await dispatch_expecting_tripwire(
+        Guardrails(**{stage: guards}, max_concurrency=concurrency)
+    )
+    assert error.record.reason == "guardrail_failed"
+    assert tool.calls == (1 if stage == "tool_output" else 0)
+    if stage == "tool_output":
+        assert "tool_execution_finished" not in log.types
+
+
+async def test_cancelling_the_call_still_cancels_a_guard_that_is_running() -> None:
+    started = asyncio.Event()
+
+    async def slow(context: GuardrailContext) -> GuardrailDecision:
+        started.set()
+        await asyncio.sleep(60)
+        return GuardrailDecision("allow")
+
+    for concurrency in (1, 2):
+        started.clear()
+        tool = CountingTool()
+        guards = Guardrails(
+            tool_input=[guardrail("slow", "tool_input", slow)], max_concurrency=concurrency
+        )
+        task = asyncio.create_task(dispatch_guarded(guards, tool=tool))
+        await started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert tool.calls == 0
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        guardrail("typo", "tool-input", decide("block")),  # type: ignore[arg-type]
+        dataclasses.make_dataclass("NoStage", [("name", str)])("x"),
+        "not a rule",
+        guardrail("", "tool_input", decide("block")),  # type: ignore[arg-type]
+    ],
+    ids=["misspelled-stage", "no-stage", "not-a-rule", "no-name"],
+)
+def test_a_rule_pack_refuses_a_rule_that_would_never_run(rule: Any) -> None:
+    with pytest.raises(TypeError, match="GuardrailRulePack 'payments' rule 0"):
+        GuardrailRulePack("payments", [rule])
+
+
+def test_a_rule_whose_attributes_raise_is_refused_by_a_pack_and_trips_in_a_list() -> None:
+    class Raising:
+        name = "raising"
+
+        @property
+        def stage(self) -> str:
+            raise RuntimeError("no stage")
+
+        def evaluate(self, context: GuardrailContext) -> GuardrailDecision:
+            return GuardrailDecision("allow")
+
+    with pytest.raises(TypeError, match="attributes cannot be read"):
+        GuardrailRulePack("payments", [Raising()])
+    _records, terminal = asyncio.run(
+        evaluate_guardrails(
+            "tool_input",
+            [Raising()],
+            GuardrailContext(stage="tool_input", value=None, session_id="s1", run_id="r1"),
+        )
+    )
+    assert terminal is not None
+    assert terminal.reason == "guardrail_invalid"
+
+
+async def test_a_reason_of_a_str_subclass_is_read_as_its_characters_and_redacted() -> None:
+    class Loud(str):
+        def encode(self, *args: Any, **kwargs: Any) -> bytes:
+            raise UnicodeError(f"cannot encode {self}")
+
+    def refuse(context: GuardrailContext) -> GuardrailDecision:
+        return GuardrailDecision("block", Loud("holds sk-guard-9"))
+
+    outcome = await dispatch_guarded(
+        Guardrails(tool_input=[guardrail("loud", "tool_input", refuse)]), secrets=["sk-guard-9"]
+    )
+    assert outcome.tool.calls == 0
+    assert outcome.result.error is not None
+    assert "sk-guard-9" not in outcome.result.error.message
+    assert type(outcome.log.decisions[0].reason) is str
+
+
+async def test_a_call_cancelled_after_its_tool_ran_gets_its_end_row() -> None:
+    in_guard = asyncio.Event()
+
+    async def slow(context: GuardrailContext) -> GuardrailDecision:
+        in_guard.set()
+        await asyncio.sleep(60)
+        return GuardrailDecision("allow")
+
+    tool = CountingTool()
+    guards = Guardrails(tool_output=[guardrail("slow", "tool_output", slow)])
+    log, ledger = EventLog(), InMemoryRunLedger()
+    task = asyncio.create_task(
+        dispatch_tool_call(
+            make_call(),
+            registry=create_tool_registry([ToolDefinition(name="echo", execute=tool)]),
+            context=make_context(),
+            guardrails=guards,
+            emit=log,
+            ledger=ledger,
+        )
+    )
+    await in_guard.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert tool.calls == 1
+    assert [row.status for row in ledger.records] == ["started", "error"]
+    closing = ledger.records[-1].result
+    assert closing is not None
+    assert closing.error is not None
+    assert closing.error.code == "cancelled"

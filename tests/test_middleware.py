@@ -10,6 +10,8 @@ import pytest
 from tests.support import EventLog
 
 from prism_tools import (
+    ErrorInfo,
+    InMemoryRunLedger,
     MiddlewareError,
     MiddlewareRegistry,
     ToolCall,
@@ -541,3 +543,73 @@ async def test_double_next_in_dispatch_raises_and_the_tool_does_not_run() -> Non
             middleware=MiddlewareRegistry().use("tool_call", twice),
         )
     assert echo.calls == []
+
+
+# --- stops after the tool ran, secrets, failing sinks ------------------------------------------
+
+
+def raising(text: str) -> Callable[[Any, Next], Any]:
+    def middleware(value: Any, next: Next) -> Any:
+        raise ValueError(text)
+
+    return middleware
+
+
+@pytest.mark.parametrize("hook", ["tool_call", "tool_result"])
+async def test_a_middleware_error_under_a_redactor_leaves_without_the_secret_it_came_from(
+    hook: str,
+) -> None:
+    middleware = create_middleware_registry(error_policy="throw")
+    middleware.use(hook, raising("cannot route key sk-mw-secret"))
+    tool, ledger = CountingTool(), InMemoryRunLedger()
+    with pytest.raises(MiddlewareError) as caught:
+        await dispatch_tool_call(
+            make_call(),
+            registry=create_tool_registry([ToolDefinition(name="echo", execute=tool)]),
+            context=make_context(),
+            middleware=middleware,
+            ledger=ledger,
+            secrets=["sk-mw-secret"],
+        )
+    error = caught.value
+    assert error.__cause__ is None
+    assert error.__suppress_context__
+    assert "sk-mw-secret" not in str(error)
+    # After the tool ran, its started row is closed before the error reaches the caller.
+    expected = [] if hook == "tool_call" else ["started", "error"]
+    assert [row.status for row in ledger.records] == expected
+    assert len(tool.calls) == (0 if hook == "tool_call" else 1)
+
+
+async def test_an_error_sink_that_raises_cannot_stop_or_escape_the_call() -> None:
+    def broken_sink(diagnostic: MiddlewareDiagnostic) -> None:
+        raise ZeroDivisionError
+
+    middleware = create_middleware_registry(on_error=broken_sink)
+    middleware.use("tool_call", raising("skip me"))
+    tool = CountingTool()
+    result = await dispatch_tool_call(
+        make_call(),
+        registry=create_tool_registry([ToolDefinition(name="echo", execute=tool)]),
+        context=make_context(),
+        middleware=middleware,
+    )
+    assert result.error is None
+    assert len(tool.calls) == 1
+
+
+async def test_a_result_whose_error_fields_are_of_another_kind_is_an_invalid_result() -> None:
+    def odd_error(result: ToolResult, next: Next) -> Any:
+        return dataclasses.replace(result, error=ErrorInfo(message=None, code=["x"]))  # type: ignore[arg-type]
+
+    middleware = create_middleware_registry()
+    middleware.use("tool_result", odd_error)
+    result = await dispatch_tool_call(
+        make_call(),
+        registry=create_tool_registry([ToolDefinition(name="echo", execute=CountingTool())]),
+        context=make_context(),
+        middleware=middleware,
+    )
+    assert result.error is not None
+    assert result.error.code == "invalid_tool_result"
+    assert type(result.error.message) is str

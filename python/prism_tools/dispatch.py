@@ -51,6 +51,7 @@ from prism_tools.errors import (
     ArgumentsError,
     GuardrailTripwire,
     LedgerWriteError,
+    MiddlewareError,
     PermissionDeniedError,
     TrustDeniedError,
     error_text,
@@ -208,6 +209,8 @@ async def _await_ledger(outcome: Awaitable[None], record: ToolCallRecord) -> Non
 
 
 _NO_TENANT: tuple[None, None, None] = (None, None, None)
+# What a tool_result middleware left when its result's error is not an ErrorInfo.
+_UNREADABLE_RESULT = object()
 
 
 class _Audit:
@@ -332,7 +335,15 @@ class _Audit:
         result: ToolResult | None,
     ) -> None:
         # An asynchronous sink: its event is delivered before the row is appended.
-        await pending
+        try:
+            await pending
+        except asyncio.CancelledError:
+            if status == "finished":
+                # The tool is done: its row says so, and then the cancellation goes on.
+                stored = self.row(call, status, result)
+                if stored is not None:
+                    await stored
+            raise
         stored = self.row(call, status, result)
         if stored is not None:
             await stored
@@ -493,6 +504,14 @@ def _scrubbed_tripwire(tripwire: GuardrailTripwire, redactor: Redactor) -> Guard
         record=redactor.redact(tripwire.record),
         code=tripwire.code,
     )
+
+
+def _scrubbed_stop(stop: BaseException, redactor: Redactor) -> BaseException:
+    """A tripwire or middleware error as it may leave dispatch under a redactor: redacted, and
+    raised without the exception it was made from (a host's error may quote a secret)."""
+    if isinstance(stop, GuardrailTripwire):
+        return _scrubbed_tripwire(stop, redactor)
+    return MiddlewareError(redactor.redact(error_text(stop)))
 
 
 def _with_scrubbed_text(call: ToolCall, redactor: Redactor) -> ToolCall:
@@ -714,7 +733,12 @@ async def dispatch_tool_call(
                 audit.started_at = clock[2] if clock[0] <= _time_ns() < clock[1] else now_iso()
 
         if middleware is not None and middleware.has("tool_call"):
-            call = await middleware.run("tool_call", call, report=_middleware_reporter(audit))
+            try:
+                call = await middleware.run("tool_call", call, report=_middleware_reporter(audit))
+            except MiddlewareError as stop:
+                if audit is not None and audit.redactor is not None:
+                    raise _scrubbed_stop(stop, audit.redactor) from None
+                raise
 
         if guardrails is not None:
             verdict = await _guard("tool_input", guardrails, call, call, context, audit)
@@ -924,7 +948,7 @@ async def dispatch_tool_call(
 
         if type(output) is ToolResult:
             result = output
-            if result.error is not None and not isinstance(result.error, ErrorInfo):
+            if result.error is not None and not _readable_error(result.error):
                 return await _failed(audit, call, claim, _unreadable_error(name, result.error))
         else:
             made = _ResultTwin()
@@ -935,26 +959,38 @@ async def dispatch_tool_call(
             made.__class__ = ToolResult
             result = made
 
-        if middleware is not None and middleware.has("tool_result"):
-            result = await middleware.run("tool_result", result, report=_middleware_reporter(audit))
-            if result.error is not None and not isinstance(result.error, ErrorInfo):
-                return await _failed(audit, call, claim, _unreadable_error(name, result.error))
-        if guardrails is not None:
-            try:
-                verdict = await _guard("tool_output", guardrails, result, call, context, audit)
-            except GuardrailTripwire as tripwire:
-                if audit is not None:
-                    await audit.failed(call, error_info(tripwire))  # the tool ran: close its row
-                raise
-            if verdict is not None:
-                if claim is not None:
-                    return await _unknown_outcome(audit, call, claim)
-                return await _block(
-                    audit,
-                    call,
-                    "guardrail_blocked",
-                    _guard_error(TOOL_RESULT_BLOCKED, verdict),
+        after: GuardrailRecord | object | None = None
+        try:
+            if middleware is not None and middleware.has("tool_result"):
+                result = await middleware.run(
+                    "tool_result", result, report=_middleware_reporter(audit)
                 )
+                if result.error is not None and not _readable_error(result.error):
+                    after = _UNREADABLE_RESULT
+            if guardrails is not None and after is None:
+                after = await _guard("tool_output", guardrails, result, call, context, audit)
+        except (GuardrailTripwire, MiddlewareError, asyncio.CancelledError) as stop:
+            # The tool ran: its started row is closed, and a claim marked unknown, before the
+            # stop reaches the caller.
+            if claim is not None:
+                await claim.unknown()
+            if audit is not None:
+                stopped = isinstance(stop, asyncio.CancelledError)
+                await audit.failed(call, _CANCELLED if stopped else error_info(stop))
+                if audit.redactor is not None and not stopped:
+                    raise _scrubbed_stop(stop, audit.redactor) from None
+            raise
+        if after is not None:
+            if after is _UNREADABLE_RESULT:
+                return await _failed(audit, call, claim, _unreadable_error(name, result.error))
+            if claim is not None:
+                return await _unknown_outcome(audit, call, claim)
+            return await _block(
+                audit,
+                call,
+                "guardrail_blocked",
+                _guard_error(TOOL_RESULT_BLOCKED, cast(GuardrailRecord, after)),
+            )
 
         if claim is not None:
             if result.error is not None:
@@ -1015,14 +1051,27 @@ async def _failed(
     return await audit.failed(call, error)
 
 
+def _readable_error(error: object) -> bool:
+    """An ``ErrorInfo`` whose fields are what readers expect: text, and a text or integer code
+    (it is built without checks, so a tool may hand over any values)."""
+    return (
+        isinstance(error, ErrorInfo)
+        and type(error.message) is str
+        and (error.code is None or type(error.code) in (str, int))
+        and (error.name is None or type(error.name) is str)
+    )
+
+
 def _unreadable_error(name: str, error: object) -> ErrorInfo:
-    # Whatever reads a result after dispatch (guardrails, stores, provider messages) reads
-    # error.message and error.code.
+    # Whatever reads a result after dispatch (guardrails, stores, provider messages, a stored
+    # session) reads error.message and error.code.
+    what = (
+        "an ErrorInfo whose message, code or name is of another kind"
+        if isinstance(error, ErrorInfo)
+        else f"a {type(error).__name__}, not an ErrorInfo"
+    )
     return ErrorInfo(
-        message=(
-            f"Tool {name} returned a ToolResult whose error is a {type(error).__name__}, "
-            "not an ErrorInfo"
-        ),
+        message=f"Tool {name} returned a ToolResult whose error is {what}",
         code="invalid_tool_result",
         name="TypeError",
     )

@@ -153,14 +153,32 @@ class GuardrailRulePack:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name or "/" in self.name:
             raise ValueError("GuardrailRulePack.name must be a non-empty string without '/'")
-        object.__setattr__(self, "rules", tuple(self.rules))
+        rules = tuple(self.rules)
+        for position, rule in enumerate(rules):
+            _check_pack_rule(self.name, position, rule)
+        object.__setattr__(self, "rules", rules)
 
     def for_stage(self, stage: GuardrailStage) -> tuple[PackRule, ...]:
-        return tuple(
-            PackRule(self.name, rule)
-            for rule in self.rules
-            if getattr(rule, "stage", None) == stage
-        )
+        # Every rule's stage was read and checked when the pack was built.
+        return tuple(PackRule(self.name, rule) for rule in self.rules if rule.stage == stage)
+
+
+def _check_pack_rule(pack: str, position: int, rule: Any) -> None:
+    """A pack's rule is picked by its stage: one whose stage is misspelled or missing would
+    never run at all, so the pack refuses it where a stage list would record a tripwire."""
+    where = f"GuardrailRulePack {pack!r} rule {position}"
+    try:
+        name, stage = getattr(rule, "name", None), getattr(rule, "stage", None)
+        evaluate = getattr(rule, "evaluate", None)
+    except Exception as err:
+        raise TypeError(f"{where}: its attributes cannot be read ({type(err).__name__})") from None
+    if not isinstance(name, str) or not name or len(name) > MAX_NAME_BYTES:
+        raise TypeError(f"{where} needs a non-empty name of at most {MAX_NAME_BYTES} characters")
+    if not isinstance(stage, str) or stage not in STAGES:
+        known = ", ".join(sorted(STAGES))
+        raise TypeError(f"{where} ({name!r}) has stage {stage!r}, not one of {known}")
+    if not callable(evaluate):
+        raise TypeError(f"{where} ({name!r}) has no evaluate method")
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,23 +282,33 @@ def _record(
 async def _evaluate_one(
     guard: Any, stage: str, context: GuardrailContext, scrub: Scrub
 ) -> GuardrailRecord:
-    name = getattr(guard, "name", None)
-    evaluate = getattr(guard, "evaluate", None)
+    try:
+        name = getattr(guard, "name", None)
+        evaluate = getattr(guard, "evaluate", None)
+        of_stage = getattr(guard, "stage", None) == stage
+    except Exception:  # attributes are the host's code: one that raises fails closed
+        name, evaluate, of_stage = None, None, False
     if (
         not isinstance(name, str)
         or not name
         or len(name) > MAX_NAME_BYTES
-        or getattr(guard, "stage", None) != stage
+        or not of_stage
         or not callable(evaluate)
     ):
-        label = name if isinstance(name, str) and name else "invalid"
+        label = str.__str__(name) if isinstance(name, str) and name else "invalid"
         return _record(label, stage, "tripwire", "guardrail_invalid", None, scrub)
+    name = str.__str__(name)
     try:
         decision = evaluate(context)
         if inspect.isawaitable(decision):
             decision = await decision
     except asyncio.CancelledError:
-        raise
+        task = asyncio.current_task()
+        if task is None or task.cancelling():
+            raise  # this evaluation is being cancelled: the caller's cancellation goes on
+        # The guard awaited something that was cancelled elsewhere (a shared request): that is
+        # the guard failing, and it fails closed like any other failure.
+        return _record(name, stage, "tripwire", "guardrail_failed", {"error": "cancelled"}, scrub)
     except Exception as err:
         message = cut_utf8(scrub(error_text(err)), MAX_REASON_BYTES)
         return _record(name, stage, "tripwire", "guardrail_failed", {"error": message}, scrub)
@@ -292,6 +320,8 @@ async def _evaluate_one(
             # hash or compare as another action.
             action = str.__str__(action)
         reason = getattr(decision, "reason", None)
+        if isinstance(reason, str):
+            reason = str.__str__(reason)  # plain text: a subclass's own encode is not called
         metadata = getattr(decision, "metadata", None)
         well_formed = (
             isinstance(action, str)

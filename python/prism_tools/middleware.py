@@ -14,6 +14,7 @@ checks the call it produces from scratch: renaming cannot escape a filter.
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -27,6 +28,8 @@ Middleware = Callable[[Any, Callable[..., Any]], Any]
 """``fn(value, next)``: ``next(new_value)`` hands a value on; ``next()`` hands on the current."""
 
 _EXPECTED: dict[str, type] = {"tool_call": ToolCall, "tool_result": ToolResult}
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,9 +148,13 @@ class MiddlewareRegistry:
         for sink in (self.on_error, report):
             if sink is None:
                 continue
-            outcome = sink(diagnostic)
-            if inspect.isawaitable(outcome):
-                await outcome
+            try:
+                outcome = sink(diagnostic)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception:
+                # A report observes the skip; one that fails cannot stop the call or escape it.
+                logger.exception("middleware error sink failed")
 
 
 def create_middleware_registry(
