@@ -21,7 +21,9 @@ from tests.support import (
 )
 
 import prism_tools
+import prism_tools.agent
 from prism_tools import (
+    DecisionLimitError,
     ErrorInfo,
     GuardrailContext,
     GuardrailDecision,
@@ -47,6 +49,7 @@ from prism_tools.agent import (
     SkillError,
     create_agent,
 )
+from prism_tools.approval import MAX_PENDING_DECISIONS
 from prism_tools.messages import Message, ProviderRequest, ProviderResponse, Usage
 from prism_tools.providers import ScriptedProvider, ScriptExhaustedError
 from prism_tools.providers.openai import openai_messages
@@ -1480,3 +1483,105 @@ async def test_calls_left_by_a_turn_limit_are_answered_when_the_next_run_starts(
     assert rows[1].error.code == "tool_call_not_dispatched"
     assert sent[-1] == Message("user", "again")
     assert calls == ["ran"]  # the unanswered call was never run
+
+
+# --- a failed run answers every call; subscribers within the wall time ---------------------------
+
+
+async def test_a_run_failing_between_an_answer_and_its_round_answers_every_call() -> None:
+    tool = Recorder()
+    session, provider, _ = make_session(
+        [calling(call("c1"), call("c2")), answer("after")],
+        [ToolDefinition("echo", execute=tool)],
+        limits={"max_wall_time_ms": 200},
+    )
+
+    async def hold(event: Any) -> None:
+        if event.type == "message_finished":
+            await asyncio.get_running_loop().create_future()  # the wall time runs out here
+
+    unsubscribe = session.subscribe(hold)
+    error = await run_failing(session, "go")
+    unsubscribe()
+
+    assert isinstance(error.__cause__, RunLimitError)
+    assert error.__cause__.limit == "max_wall_time_ms"
+    assert error.result.messages == tuple(session.messages)
+    rows = tool_rows(session.messages)
+    assert [row.tool_call_id for row in rows] == ["c1", "c2"]
+    assert [row.error.code for row in rows if row.error] == [NOT_DISPATCHED, NOT_DISPATCHED]
+    assert tool.calls == []  # answered, never run
+    await session.run("again")
+    assert [message.role for message in provider.requests[1].messages] == [
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "user",
+    ]
+    assert tool.calls == []
+
+
+async def test_a_round_past_the_decision_limit_answers_every_call_and_runs_none() -> None:
+    tool = Recorder()
+    calls = [call(f"c{index}") for index in range(MAX_PENDING_DECISIONS + 1)]
+    session, _, _ = make_session(
+        [calling(*calls), answer()],
+        [ToolDefinition("echo", execute=tool)],
+        interrupt_before_tool=True,
+    )
+    error = await run_failing(session, "go")
+
+    assert isinstance(error.__cause__, DecisionLimitError)
+    assert session.suspension is None
+    rows = tool_rows(error.result.messages)
+    assert [row.tool_call_id for row in rows] == [item.id for item in calls]
+    assert all(row.error is not None and row.error.code == NOT_DISPATCHED for row in rows)
+    assert tool.calls == []
+
+
+async def run_settled(session: Session) -> str:
+    try:
+        return (await session.run("go")).status
+    except AgentRunError as failure:
+        error = failure.result.error
+        return f"failed: {error.message if error else None}"
+
+
+@pytest.mark.parametrize(
+    ("kind", "outcome"),
+    [
+        ("agent_started", "failed: Run limit exceeded: max_wall_time_ms"),
+        ("agent_finished", "succeeded"),
+        ("run_limit_exceeded", "failed: Run limit exceeded: max_turns"),
+    ],
+)
+async def test_a_subscriber_that_never_returns_cannot_hold_the_run_past_its_wall_time(
+    kind: str, outcome: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(prism_tools.agent, "CLOSING_EVENTS_GRACE_MS", 10)
+    cut: list[str] = []
+
+    async def hold(event: Any) -> None:
+        if event.type == kind:
+            try:
+                await asyncio.get_running_loop().create_future()  # never set
+            except asyncio.CancelledError:
+                cut.append(event.type)
+                raise
+
+    if kind == "run_limit_exceeded":
+        script, limits = [calling(call("c1")), answer()], {"max_turns": 1}
+    else:
+        script, limits = [answer()], {}
+    session, _, log = make_session(
+        script,
+        [ToolDefinition("echo", execute=Recorder())],
+        limits={"max_wall_time_ms": 200, **limits},
+    )
+    session.subscribe(hold)
+    # The wait_for only keeps a regression from hanging the suite; nothing here is timed.
+    assert await asyncio.wait_for(run_settled(session), 30) == outcome
+    assert cut == [kind]
+    assert log.types[0] == "agent_started"
+    assert log.types[-1] == "agent_finished"

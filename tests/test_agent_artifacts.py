@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -18,7 +19,8 @@ from prism_tools import (
     ToolExecutionContext,
     create_agent,
 )
-from prism_tools.artifacts import ArtifactCheck, ArtifactIssue
+from prism_tools.agent import NOT_DISPATCHED
+from prism_tools.artifacts import UNREADABLE_VALIDATION, ArtifactCheck, ArtifactIssue
 from prism_tools.types import AgentEvent, JSONValue
 
 
@@ -294,3 +296,130 @@ def test_loop_options_are_checked_when_the_agent_is_built(
 ) -> None:
     with pytest.raises(error):
         create_agent(model="m", provider=ScriptedProvider([]), tools=[], loop=loop)
+
+
+async def test_a_tool_round_past_the_limit_answers_its_calls_without_running_them() -> None:
+    session, provider, _, recorder = run_agent(
+        [
+            ProviderResponse(tool_calls=(ToolCall("c1", "lookup", {}),)),
+            ProviderResponse(
+                tool_calls=(ToolCall("c2", "lookup", {}), ToolCall("c3", "lookup", {}))
+            ),
+            ProviderResponse(text='{"title": "next"}'),
+        ],
+        {**GVR, "tool_calls": "bounded"},
+        limits={"max_tool_rounds": 1},
+    )
+    with pytest.raises(AgentRunError) as info:
+        await session.run("write it")
+    assert len(recorder.calls) == 1
+    rows = [message for message in info.value.result.messages if message.role == "tool"]
+    assert [row.tool_call_id for row in rows] == ["c1", "c2", "c3"]
+    assert rows[0].error is None
+    assert [row.error.code for row in rows[1:] if row.error] == [NOT_DISPATCHED, NOT_DISPATCHED]
+    assert info.value.result.messages == tuple(session.messages)
+    # The next run sends the transcript as it is: no call is left to answer.
+    await session.run("again")
+    assert [message.role for message in provider.requests[2].messages][-4:] == [
+        "assistant",
+        "tool",
+        "tool",
+        "user",
+    ]
+    assert len(recorder.calls) == 1
+
+
+def test_an_artifact_check_refuses_an_ok_that_is_not_a_bool_and_metadata_not_a_mapping() -> None:
+    for ok in ("no", 1, None):
+        with pytest.raises(TypeError, match=r"ArtifactCheck\.ok must be True or False, got"):
+            ArtifactCheck(ok)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"ArtifactCheck\.metadata must be a mapping, got list"):
+        ArtifactCheck(False, metadata=["bad"])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"ArtifactIssue\.metadata must be a mapping, got str"):
+        ArtifactIssue("too short", metadata="bad")  # type: ignore[arg-type]
+    given: dict[str, JSONValue] = {"reason": "too_short"}
+    check = ArtifactCheck(False, metadata=given)
+    given["reason"] = "changed"
+    assert check.metadata == {"reason": "too_short"}
+
+
+def ok_of_the_wrong_kind(value: Any) -> ArtifactCheck:
+    return ArtifactCheck("no")  # type: ignore[arg-type]
+
+
+def metadata_of_the_wrong_kind(value: Any) -> ArtifactCheck:
+    return ArtifactCheck(False, metadata=["bad"])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("verdict", "problem"),
+    [
+        (ok_of_the_wrong_kind, "ArtifactCheck.ok must be True or False, got str"),
+        (metadata_of_the_wrong_kind, "ArtifactCheck.metadata must be a mapping, got list"),
+    ],
+)
+async def test_a_verdict_of_the_wrong_kind_fails_the_candidate(verdict: Any, problem: str) -> None:
+    session, _, events, _ = run_agent(
+        [ProviderResponse(text="candidate")],
+        {"strategy": "generate-validate-revise", "validator": verdict, "max_revisions": 0},
+    )
+    with pytest.raises(AgentRunError) as info:
+        await session.run("write it")
+    result = info.value.result
+    assert result.artifact is None
+    assert result.error is not None
+    assert (result.error.code, result.error.message) == ("validator_failed", problem)
+    assert kinds(events) == [
+        "artifact_validation_started",
+        "artifact_validation_finished",
+        "artifact_failed",
+    ]
+
+
+async def test_a_failure_reason_that_cannot_print_itself_gives_the_default_code() -> None:
+    session, _, events, _ = run_agent(
+        [ProviderResponse(text="candidate")],
+        {
+            "strategy": "generate-validate-revise",
+            "validator": lambda value: ArtifactCheck(
+                False, metadata={"reason": Unprintable("hunter2")}
+            ),
+            "max_revisions": 0,
+        },
+    )
+    with pytest.raises(AgentRunError) as info:
+        await session.run("write it")
+    error = info.value.result.error
+    assert error is not None
+    assert (error.code, error.name) == ("artifact_failed", "ArtifactFailed")
+    assert "hunter2" not in str(info.value)
+    assert "hunter2" not in str(info.value.__cause__)
+    assert kinds(events)[-1] == "artifact_failed"
+
+
+class UnreadableIssues(Sequence[str]):
+    """A validator's list of problems that fails when read, quoting what it holds."""
+
+    def __len__(self) -> int:
+        return 1
+
+    def __getitem__(self, index: Any) -> Any:
+        raise RuntimeError("cannot read hunter2")
+
+
+async def test_a_verdict_that_cannot_be_read_fails_the_candidate_without_quoting_it() -> None:
+    session, provider, _, _ = run_agent(
+        [ProviderResponse(text="first"), ProviderResponse(text="second")],
+        {
+            "strategy": "generate-validate-revise",
+            "validator": lambda value: UnreadableIssues(),
+            "max_revisions": 1,
+        },
+    )
+    with pytest.raises(AgentRunError) as info:
+        await session.run("write it")
+    error = info.value.result.error
+    assert error is not None
+    assert (error.code, error.message) == ("validator_invalid", UNREADABLE_VALIDATION)
+    assert provider.requests[1].messages[-1].content == UNREADABLE_VALIDATION
+    assert "hunter2" not in str(info.value)

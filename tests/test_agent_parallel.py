@@ -16,6 +16,7 @@ from prism_tools import (
     GuardrailDecision,
     Guardrails,
     GuardrailTripwire,
+    MiddlewareRegistry,
     ToolCall,
     ToolDefinition,
     ToolExecutionContext,
@@ -26,6 +27,7 @@ from prism_tools.agent import (
     AgentRunError,
     RunCancelledError,
     Session,
+    ToolAbortedError,
     create_agent,
 )
 from prism_tools.messages import Message, ProviderResponse
@@ -416,3 +418,227 @@ async def test_tool_events_follow_completion_order_but_rows_follow_call_order() 
     finished = [e.subject_call_id for e in log.events if e.type == "tool_execution_finished"]
     assert finished == ["call_1", "call_0"]
     assert row_ids(result.messages) == ["call_0", "call_1"]
+
+
+# --- a round ends whole: nothing of it runs on after run() ----------------------------------------
+
+
+class SlowLedger:
+    """A ledger whose closing rows take a moment to write, as a networked ledger's do."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, str]] = []
+
+    async def append_tool_call(self, record: Any) -> None:
+        if record.status != "started":
+            await asyncio.sleep(0.02)
+        self.rows.append((record.tool_call_id, record.status))
+
+
+def hanging_tool(log: list[str], started: asyncio.Event | None = None) -> ToolDefinition:
+    """A tool that waits until it is cancelled; with ``cleanup`` it then awaits a clean-up (as
+    closing a connection does) before it lets the cancellation go on."""
+    running: list[str] = []
+
+    async def execute(args: dict[str, Any], context: ToolExecutionContext) -> None:
+        running.append(context.tool_call_id)
+        if started is not None and len(running) == 2:
+            started.set()
+        try:
+            await asyncio.get_running_loop().create_future()  # never set
+        except asyncio.CancelledError:
+            log.append(f"{context.tool_call_id} cancelled")
+            if args.get("cleanup"):
+                await asyncio.sleep(0.03)
+                log.append(f"{context.tool_call_id} cleaned up")
+            raise
+
+    return ToolDefinition(name="hang", execute=execute)
+
+
+async def test_a_round_cut_by_the_wall_time_waits_for_every_call_before_the_run_returns() -> None:
+    log: list[str] = []
+    ledger = SlowLedger()
+    calls = [
+        ToolCall(id="call_0", name="hang", arguments={"cleanup": True}),
+        ToolCall(id="call_1", name="hang", arguments={}),
+    ]
+    session, _, events = make_session(
+        [calling(*calls), answer()],
+        [hanging_tool(log)],
+        ledger=ledger,
+        limits={"max_wall_time_ms": 200},
+        loop={"tool_concurrency": 2},
+    )
+    with pytest.raises(AgentRunError) as caught:
+        await session.run("go")
+    log.append("run returned")
+    at_return = (list(events.types), list(ledger.rows), list(session.messages))
+    await asyncio.sleep(0.2)  # longer than any clean-up: whatever ran on would show by now
+
+    assert caught.value.result.limit is not None
+    assert caught.value.result.limit["limit"] == "max_wall_time_ms"
+    assert sorted(log[:-1]) == ["call_0 cancelled", "call_0 cleaned up", "call_1 cancelled"]
+    assert log[-1] == "run returned"
+    rows = tool_rows(session.messages)
+    assert [row.tool_call_id for row in rows] == ["call_0", "call_1"]
+    # Both calls started: each is answered as cut off, none as never dispatched.
+    assert [row.error.code for row in rows if row.error] == ["cancelled", "cancelled"]
+    assert sorted(ledger.rows) == [
+        ("call_0", "error"),
+        ("call_0", "started"),
+        ("call_1", "error"),
+        ("call_1", "started"),
+    ]
+    assert events.types.count("tool_execution_error") == 2
+    assert events.types[-1] == "agent_finished"
+    assert (events.types, ledger.rows, session.messages) == at_return
+
+
+async def test_cancelling_the_task_of_a_run_waits_for_its_round_then_propagates() -> None:
+    log: list[str] = []
+    started = asyncio.Event()
+    calls = [
+        ToolCall(id="call_0", name="hang", arguments={}),
+        ToolCall(id="call_1", name="hang", arguments={"cleanup": True}),
+    ]
+    session, _, events = make_session(
+        [calling(*calls), answer("next run")],
+        [hanging_tool(log, started)],
+        loop={"tool_concurrency": 2},
+    )
+    task = asyncio.create_task(session.run("go"))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    log.append("run returned")
+    at_return = (list(events.types), list(session.messages))
+    await asyncio.sleep(0.2)
+
+    assert sorted(log[:-1]) == ["call_0 cancelled", "call_1 cancelled", "call_1 cleaned up"]
+    assert log[-1] == "run returned"
+    rows = tool_rows(session.messages)
+    assert [(row.tool_call_id, row.error.code if row.error else None) for row in rows] == [
+        ("call_0", "cancelled"),
+        ("call_1", "cancelled"),
+    ]
+    assert (events.types, session.messages) == at_return
+    assert (await session.run("again")).output_text == "next run"
+
+
+class OwnBaseException(BaseException):
+    """A tool's own ``BaseException`` subclass."""
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+@pytest.mark.parametrize("raised", ["CancelledError", "OwnBaseException"])
+async def test_a_tool_raising_a_base_exception_fails_its_call_and_then_the_run(
+    raised: str, concurrency: int
+) -> None:
+    log: list[str] = []
+
+    async def sibling(args: dict[str, Any], context: ToolExecutionContext) -> str:
+        await asyncio.sleep(0.03)
+        log.append(f"{context.tool_call_id} finished")
+        return "sibling"
+
+    async def abort(args: dict[str, Any], context: ToolExecutionContext) -> None:
+        log.append(f"{context.tool_call_id} raised")
+        if raised == "CancelledError":
+            # A future someone else cancelled: the run itself is not being cancelled.
+            future = asyncio.get_running_loop().create_future()
+            future.cancel()
+            await future
+        raise OwnBaseException("its own")
+
+    calls = [
+        ToolCall(id="call_0", name="sibling", arguments={}),
+        ToolCall(id="call_1", name="abort", arguments={}),
+        ToolCall(id="call_2", name="sibling", arguments={}),
+    ]
+    session, provider, events = make_session(
+        [calling(*calls), answer("next run")],
+        [
+            ToolDefinition(name="sibling", execute=sibling),
+            ToolDefinition(name="abort", execute=abort),
+        ],
+        loop={"tool_concurrency": concurrency},
+    )
+    with pytest.raises(AgentRunError) as caught:
+        await session.run("go")
+    log.append("run returned")
+    at_return = (list(events.types), list(session.messages))
+    await asyncio.sleep(0.1)
+
+    cause = caught.value.__cause__
+    assert isinstance(cause, ToolAbortedError)
+    assert cause.code == "ERR_PRISM_TOOL_ABORTED"
+    expected = asyncio.CancelledError if raised == "CancelledError" else OwnBaseException
+    assert isinstance(cause.__cause__, expected)
+    assert caught.value.result.error is not None
+    assert caught.value.result.error.code == "ERR_PRISM_TOOL_ABORTED"
+    # The sibling already running finished before run() returned; the call after the failure
+    # was never claimed.
+    assert log == ["call_0 finished", "call_1 raised", "run returned"] or log == [
+        "call_1 raised",
+        "call_0 finished",
+        "run returned",
+    ]
+    rows = tool_rows(session.messages)
+    assert [row.tool_call_id for row in rows] == ["call_0", "call_1", "call_2"]
+    assert rows[0].error is None
+    assert rows[0].content == "sibling"
+    assert rows[1].error is not None
+    if raised == "CancelledError":
+        assert rows[1].error.code == "cancelled"
+    else:
+        assert (rows[1].error.name, rows[1].error.message) == ("OwnBaseException", "its own")
+    assert rows[2].error is not None
+    assert rows[2].error.code == NOT_DISPATCHED
+    assert events.types[-1] == "agent_finished"
+    assert (events.types, session.messages) == at_return
+    assert len(provider.requests) == 1
+    assert (await session.run("again")).output_text == "next run"
+
+
+async def test_a_call_a_middleware_renames_to_an_exclusive_tool_runs_alone() -> None:
+    timeline: list[str] = []
+
+    def tool(name: str, *, exclusive: bool = False) -> ToolDefinition:
+        async def execute(args: dict[str, Any], context: ToolExecutionContext) -> str:
+            timeline.append(f"start {context.tool_call_id}")
+            await asyncio.sleep(0.02)
+            timeline.append(f"end {context.tool_call_id}")
+            return name
+
+        return ToolDefinition(name=name, execute=execute, exclusive=exclusive)
+
+    def alias(call: ToolCall, next: Any) -> ToolCall:
+        return ToolCall(call.id, "locked", call.arguments) if call.name == "alias" else call
+
+    calls = [
+        ToolCall(id="call_0", name="slow", arguments={}),
+        ToolCall(id="lock", name="alias", arguments={}),
+        ToolCall(id="call_1", name="slow", arguments={}),
+        ToolCall(id="call_2", name="slow", arguments={}),
+    ]
+    session, _, _ = make_session(
+        [calling(*calls), answer()],
+        [tool("slow"), tool("locked", exclusive=True)],
+        middleware=MiddlewareRegistry().use("tool_call", alias),
+        loop={"tool_concurrency": 4},
+    )
+    result = await session.run("go")
+
+    start = timeline.index("start lock")
+    assert timeline[start + 1] == "end lock"  # nothing started while it ran
+    before = timeline[:start]
+    assert sorted(item for item in before if item.startswith("start")) == sorted(
+        item.replace("end", "start") for item in before if item.startswith("end")
+    )  # and everything started before it had ended
+    # The other calls of the round still ran in parallel with each other.
+    assert timeline.index("start call_2") < timeline.index("end call_1")
+    rows = tool_rows(result.messages)
+    assert [row.tool_call_id for row in rows] == [call.id for call in calls]
+    assert [row.content for row in rows] == ["slow", "locked", "slow", "slow"]

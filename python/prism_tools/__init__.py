@@ -27,6 +27,7 @@ from prism_tools.agent import (
     SessionBusyError,
     Skill,
     SkillError,
+    ToolAbortedError,
     create_agent,
 )
 from prism_tools.approval import (
@@ -259,6 +260,7 @@ __all__ = [
     "SqliteRunLedger",
     "SqliteToolEffectStore",
     "StrictSchemaError",
+    "ToolAbortedError",
     "ToolActivationState",
     "ToolArgumentValidator",
     "ToolCall",

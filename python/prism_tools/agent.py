@@ -43,6 +43,7 @@ from prism_tools.artifacts import (
     Repairer,
     Validator,
     as_check,
+    failure_code,
     maybe_await,
     parse_candidate,
     repair_messages,
@@ -81,7 +82,7 @@ from prism_tools.messages import (
     tool_message,
     user_messages,
 )
-from prism_tools.middleware import MiddlewareRegistry
+from prism_tools.middleware import DiagnosticSink, MiddlewareHook, MiddlewareRegistry
 from prism_tools.policies import PermissionPolicy, TrustPolicy
 from prism_tools.redaction import Redactor
 from prism_tools.registry import ToolRegistry, create_tool_registry
@@ -116,6 +117,11 @@ UNKNOWN_TOOL_NAMES_SHOWN: Final = 32
 """Most tool names listed to the model after it called a tool that does not exist."""
 
 NOT_DISPATCHED: Final = "tool_call_not_dispatched"
+
+CLOSING_EVENTS_GRACE_MS: Final = 1000
+"""How long the closing events of a run (``agent_finished`` and the events flushed with it) may
+keep an async subscriber waiting once the run's wall time is used up; before that they have what
+is left of it."""
 
 RunStatus = Literal["succeeded", "failed", "suspended"]
 
@@ -152,6 +158,26 @@ class RunCancelledError(PrismError):
     """The run's signal was set; the run stopped at the next safe point."""
 
     code = "ERR_PRISM_RUN_CANCELLED"
+
+
+class ToolAbortedError(PrismError):
+    """A tool call ended with a ``BaseException`` that is not an ``Exception`` while the run itself
+    was not being cancelled: a ``CancelledError`` from a future someone else cancelled, or a
+    subclass of its own, raised by the tool or by something its dispatch called (a subscriber of
+    its events). The call gets an error row, the round stops as for any failing call, and the run
+    fails with this as the cause (that exception as its ``__cause__``)."""
+
+    code = "ERR_PRISM_TOOL_ABORTED"
+
+
+def _stops_run(err: BaseException) -> bool:
+    """Whether a ``BaseException`` out of a call ends the run as it is: the run's own cancellation
+    (the task running the call is being cancelled: the wall-time limit, a caller's ``cancel``)
+    or an interpreter exit. Anything else is that call's failure."""
+    if isinstance(err, asyncio.CancelledError):
+        task = asyncio.current_task()
+        return task is not None and task.cancelling() > 0
+    return isinstance(err, KeyboardInterrupt | SystemExit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -802,6 +828,27 @@ class Session:
             except Exception:  # a subscriber never breaks the run
                 logger.exception("event subscriber failed on %s", event.type)
 
+    async def _emit_until(self, event: AgentEvent, until: float) -> None:
+        """``_emit`` for the events sent outside the run's wall-time timeout: an async subscriber
+        still waiting at ``until`` (event-loop time) is cancelled, logged and skipped."""
+        for subscriber in tuple(self._subscribers):
+            try:
+                outcome = subscriber(event)
+                if inspect.isawaitable(outcome):
+                    bound = asyncio.timeout_at(until)
+                    try:
+                        async with bound:
+                            await outcome
+                    except TimeoutError:
+                        if not bound.expired():
+                            raise
+                        logger.warning(
+                            "event subscriber on %s cut off: the run's wall time is used up",
+                            event.type,
+                        )
+            except Exception:  # a subscriber never breaks the run
+                logger.exception("event subscriber failed on %s", event.type)
+
 
 @dataclass(frozen=True, slots=True)
 class _ScopeOptions:
@@ -875,6 +922,10 @@ class _Run:
             raise TypeError("tool_narrowing must be callable")
         self.scope_options = scope
         self.registered = registered
+        # Whether a round must look for exclusive tools at all (most runs have none).
+        self.exclusive_tools = any(tool.exclusive for tool in registered)
+        # Event-loop time at which the wall-time limit ends the run (set when it starts).
+        self.deadline = math.inf
         self.turn_tools: TurnTools | None = None
         self.turn_records: list[TurnRecord] = []
         self.pending_events: list[AgentEvent] = []
@@ -902,19 +953,38 @@ class _Run:
     def _on_breach(self, breach: RunLimitError) -> None:
         self.pending_events.append(self._event("run_limit_exceeded", breach=dict(breach.breach)))
 
-    async def flush_events(self) -> None:
+    async def flush_events(self, until: float | None = None) -> None:
+        """Emits the queued ``run_limit_exceeded`` events (``until``: see ``closing_deadline``)."""
         events, self.pending_events = self.pending_events, []
         for event in events:
-            await self.session._emit(event)
+            if until is None:
+                await self.session._emit(event)
+            else:
+                await self.session._emit_until(event, until)
+
+    def closing_deadline(self) -> float:
+        """Until when the closing events may wait on async subscribers: the rest of the wall
+        time, and at least ``CLOSING_EVENTS_GRACE_MS`` (a run failing on its wall time has none
+        left). They are emitted outside the run's timeout, so it cannot bound them itself."""
+        now = asyncio.get_running_loop().time()
+        return max(self.deadline, now + CLOSING_EVENTS_GRACE_MS / 1000)
+
+    async def emit_closing(self, kind: str, until: float, **data: JSONValue) -> None:
+        if self.session._subscribers:
+            await self.session._emit_until(self._event(kind, **data), until)
 
     # -- the run ----------------------------------------------------------------------------------
 
     async def execute(self) -> RunResult:
-        await self.emit("agent_started", model=self.agent.model)
         finish_reason: str | None = None
-        deadline = asyncio.timeout(self.tracker.limits.max_wall_time_ms / 1000)
+        self.deadline = (
+            asyncio.get_running_loop().time() + self.tracker.limits.max_wall_time_ms / 1000
+        )
+        deadline = asyncio.timeout_at(self.deadline)
         try:
             async with deadline:
+                # Inside the timeout: a subscriber that never returns cannot hold the run.
+                await self.emit("agent_started", model=self.agent.model)
                 self.scope = self.build_scope()
                 self.check_skills()
                 if self.resume is not None:
@@ -951,7 +1021,8 @@ class _Run:
             if self.resume is not None and self.agent.checkpoints is not None:
                 self.agent.checkpoints.delete(self.session.id)
             return await self.failed(err)
-        await self.flush_events()
+        until = self.closing_deadline()
+        await self.flush_events(until)
         result = RunResult(
             status="succeeded",
             output_text=self.output_text(),
@@ -962,7 +1033,9 @@ class _Run:
             run_id=self.id,
             artifact=self.artifact,
         )
-        await self.emit("agent_finished", status="succeeded", finish_reason=finish_reason)
+        await self.emit_closing(
+            "agent_finished", until, status="succeeded", finish_reason=finish_reason
+        )
         return result
 
     async def suspended(self) -> RunResult:
@@ -985,7 +1058,9 @@ class _Run:
         return result
 
     async def failed(self, err: BaseException) -> RunResult:
-        await self.flush_events()
+        self.answer_stopped_calls()
+        until = self.closing_deadline()
+        await self.flush_events(until)
         breach = self.tracker.breach
         cause = breach if breach is not None and isinstance(err, TimeoutError) else err
         info = error_info(cause, self.agent.redactor)
@@ -1000,8 +1075,8 @@ class _Run:
             limit=dict(breach.breach) if breach is not None else None,
             error=info,
         )
-        await self.emit(
-            "agent_finished", status="failed", finish_reason="error", error=info.to_dict()
+        await self.emit_closing(
+            "agent_finished", until, status="failed", finish_reason="error", error=info.to_dict()
         )
         raise AgentRunError(f"Agent run failed: {info.message}", result) from cause
 
@@ -1064,6 +1139,31 @@ class _Run:
                     )
                     self.session.messages.append(tool_message(call, None, info))
                     answered.add(call.id)
+
+    def answer_stopped_calls(self) -> None:
+        """Answers the calls of the run's last assistant message that have no row yet (the run
+        failed between the answer and its round: the wall time, ``DecisionLimitError``, the
+        artifact loop's tool-round limit) with ``tool_call_not_dispatched`` rows: none of them
+        ran, and the transcript stays one providers accept. Calls waiting for approval keep
+        waiting."""
+        if self.session.suspension is not None:
+            return
+        messages = self.session.messages
+        start = 0 if self.resume is not None else self.first_message
+        position = len(messages)
+        while position > start and messages[position - 1].role == "tool":
+            position -= 1
+        if position == start or not messages[position - 1].tool_calls:
+            return
+        answered = {message.tool_call_id for message in messages[position:]}
+        for call in messages[position - 1].tool_calls:
+            if call.id not in answered:
+                info = ErrorInfo(
+                    message="Tool call was not run because the run failed before its tool round",
+                    code=NOT_DISPATCHED,
+                )
+                messages.append(tool_message(call, None, info))
+                answered.add(call.id)
 
     def turn_query(self) -> str:
         """The text a turn's search uses: the latest user or assistant text."""
@@ -1354,8 +1454,7 @@ class _Run:
                     "artifact_failed", turn=self.turns, attempt=attempts, result=check.to_dict()
                 )
                 message = check.errors[0].message if check.errors else NO_VALIDATED_ARTIFACT
-                code = (check.metadata or {}).get("reason") or "artifact_failed"
-                raise ArtifactFailed(message, str(code), check)
+                raise ArtifactFailed(message, failure_code(check), check)
             await self.emit("artifact_revision_started", turn=self.turns, attempt=attempts)
             self.session.messages.extend(
                 await repair_messages(options.repairer, check.errors, response.text)
@@ -1402,25 +1501,42 @@ class _Run:
         self, calls: Sequence[ToolCall], answered: Mapping[str, ErrorInfo] | None = None
     ) -> None:
         """Dispatches ``calls`` (except those ``answered`` already has an error row for) and
-        appends one row per call, in call order."""
+        appends one row per call, in call order, once every call of the round has ended."""
         answered = answered or {}
         if answered:
             runnable = [call for call in calls if call.id not in answered]
             if not runnable:
                 self.append_rows(calls, [None] * len(calls), {}, answered)
                 return
-        exclusive = any(
-            (tool := self.registry.get(call.name)) is not None and tool.exclusive for call in calls
-        )
-        workers = 1 if exclusive else max(1, min(self.loop.tool_concurrency, len(calls)))
+        options = self.dispatch_arguments()
+        workers = max(1, min(self.loop.tool_concurrency, len(calls)))
+        gate: _ExclusiveRound | None = None
+        if workers > 1 and self.exclusive_tools:
+            if any(
+                (tool := self.registry.get(call.name)) is not None and tool.exclusive
+                for call in calls
+            ):
+                workers = 1
+            else:
+                middleware = self.agent.middleware
+                if middleware is not None and middleware.has("tool_call"):
+                    # A middleware may rename a call to an exclusive tool: gate the round.
+                    gate = _ExclusiveRound(middleware, self.registry)
+                    options = (options[0], gate, *options[2:])
         results: list[ToolResult | None] = [None] * len(calls)
         failures: dict[int, BaseException] = {}
         failure_order: list[int] = []
+        # What ends the run as it is, raised once the rows are written: the run's cancellation
+        # (the round's own first), an interpreter exit.
+        interrupts: list[BaseException] = []
         claimed = 0
-        options = self.dispatch_arguments()
 
         def stopped() -> bool:
-            return bool(failures) or (self.signal is not None and self.signal.is_set())
+            return (
+                bool(failures)
+                or bool(interrupts)
+                or (self.signal is not None and self.signal.is_set())
+            )
 
         async def worker() -> None:
             nonlocal claimed
@@ -1431,11 +1547,18 @@ class _Run:
                     continue
                 try:
                     results[index] = await self.dispatch_one(calls[index], options)
-                except BaseException as err:  # settle, then re-raise after the rows are written
+                except Exception as err:  # settled; re-raised after the rows are written
                     failures[index] = err
                     failure_order.append(index)
-                    if not isinstance(err, Exception):
-                        raise
+                except BaseException as err:
+                    failures[index] = err
+                    if _stops_run(err):
+                        interrupts.append(err)
+                    else:  # a tool's own CancelledError or BaseException: that call failed
+                        failure_order.append(index)
+                finally:
+                    if gate is not None:
+                        gate.leave()
 
         try:
             hook = self.loop.before_tool_round
@@ -1446,13 +1569,23 @@ class _Run:
             if workers == 1:
                 await worker()
             else:
-                await asyncio.gather(*(worker() for _ in range(workers)))
+                loop = asyncio.get_running_loop()
+                await _settle([loop.create_task(worker()) for _ in range(workers)], interrupts)
         finally:
             # Whatever stopped the round (a failure, the signal, the wall-time limit), every
-            # call gets exactly one row, in call order.
+            # worker has ended here, and every call gets exactly one row, in call order.
             self.append_rows(calls, results, failures, answered)
+        if interrupts:
+            raise interrupts[0]
         if failure_order:
-            raise failures[failure_order[0]]
+            index = failure_order[0]
+            failure = failures[index]
+            if isinstance(failure, Exception):
+                raise failure
+            raise ToolAbortedError(
+                f"Tool call {calls[index].id} stopped with {type(failure).__name__} "
+                "while the run was not being cancelled"
+            ) from failure
         self.check_signal()
 
     def append_rows(
@@ -1501,8 +1634,97 @@ class _Run:
         return tool_message(call, value, error)
 
 
+async def _settle(tasks: Sequence[asyncio.Task[None]], interrupts: list[BaseException]) -> None:
+    """Waits until every worker task of a round has ended. A cancellation of the round (the
+    wall-time limit, a caller's ``cancel``) is put first in ``interrupts``, cancels the workers
+    once (a call cut off gets a ``cancelled`` row; one that is cleaning up finishes its clean-up)
+    and the wait goes on: nothing of the round runs on after the run has returned."""
+    cancelled = False
+    while True:
+        try:
+            await asyncio.wait(tasks)
+        except asyncio.CancelledError as err:
+            if not cancelled:
+                cancelled = True
+                interrupts.insert(0, err)
+                for task in tasks:
+                    task.cancel()
+            continue
+        return
+
+
+class _ExclusiveRound(MiddlewareRegistry):
+    """The agent's middleware for a parallel round in which a ``tool_call`` middleware may turn a
+    call into one of an exclusive tool (the round was planned on the names the model sent). Once
+    the chain has produced the call that will run, a call of an exclusive tool waits until no
+    other call of the round is past this point, and the others wait until it has ended
+    (``leave``, from the worker). Rounds that need no such gate never build one."""
+
+    __slots__ = ("alone", "changed", "held", "inner", "registry", "running", "waiting")
+
+    def __init__(self, inner: MiddlewareRegistry, registry: ToolRegistry) -> None:
+        super().__init__(error_policy=inner.error_policy)
+        self.inner = inner
+        self.registry = registry
+        self.running = 0  # calls of other tools past the gate
+        self.waiting = 0  # calls of exclusive tools waiting at the gate
+        self.alone = False  # a call of an exclusive tool is past the gate
+        self.changed = asyncio.Event()
+        self.held: dict[asyncio.Task[Any] | None, bool] = {}
+
+    def has(self, hook: MiddlewareHook) -> bool:
+        return self.inner.has(hook)
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    async def run(
+        self, hook: MiddlewareHook, value: Any, *, report: DiagnosticSink | None = None
+    ) -> Any:
+        value = await self.inner.run(hook, value, report=report)
+        if hook == "tool_call":
+            tool = self.registry.get(value.name)
+            await self.enter(tool is not None and tool.exclusive)
+        return value
+
+    async def enter(self, exclusive: bool) -> None:
+        if exclusive:
+            self.waiting += 1
+            try:
+                while self.alone or self.running:
+                    await self.changed.wait()
+            except BaseException:
+                self.waiting -= 1
+                self.notify()
+                raise
+            self.waiting -= 1
+            self.alone = True
+        else:
+            # Calls of exclusive tools go first, so a stream of other calls cannot starve them.
+            while self.alone or self.waiting:
+                await self.changed.wait()
+            self.running += 1
+        self.held[asyncio.current_task()] = exclusive
+
+    def leave(self) -> None:
+        """Ends what the current worker's call holds, if it got past the gate."""
+        exclusive = self.held.pop(asyncio.current_task(), None)
+        if exclusive is None:
+            return
+        if exclusive:
+            self.alone = False
+        else:
+            self.running -= 1
+        self.notify()
+
+    def notify(self) -> None:
+        changed, self.changed = self.changed, asyncio.Event()
+        changed.set()
+
+
 __all__ = [
     "APPROVAL_REQUIRED",
+    "CLOSING_EVENTS_GRACE_MS",
     "NOT_DISPATCHED",
     "UNKNOWN_TOOL_NAMES_SHOWN",
     "Agent",
@@ -1514,5 +1736,6 @@ __all__ = [
     "SessionBusyError",
     "Skill",
     "SkillError",
+    "ToolAbortedError",
     "create_agent",
 ]

@@ -21,6 +21,18 @@ NO_ARTIFACT_TEXT: Final = "no artifact text in model output"
 PARSE_FAILED: Final = "artifact parse failed"
 TOOL_ROUND_LIMIT: Final = "maximum tool rounds exceeded"
 NO_VALIDATED_ARTIFACT: Final = "artifact loop ended without a validated artifact"
+UNREADABLE_VALIDATION: Final = "the validator's answer could not be read"
+ARTIFACT_FAILED: Final = "artifact_failed"
+
+
+def _metadata(value: Any, owner: str) -> dict[str, JSONValue] | None:
+    """``metadata`` as a dict of its own, or a ``TypeError`` naming ``owner`` unless it is a
+    mapping (or None). Copied when built: a run that reads it later cannot fail on it."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{owner}.metadata must be a mapping, got {type(value).__name__}")
+    return dict(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +51,7 @@ class ArtifactIssue:
             )
         if not isinstance(self.path, str):
             raise TypeError(f"ArtifactIssue.path must be a string, got {type(self.path).__name__}")
+        object.__setattr__(self, "metadata", _metadata(self.metadata, "ArtifactIssue"))
 
     def to_dict(self) -> dict[str, JSONValue]:
         out: dict[str, JSONValue] = {"message": self.message, "path": self.path}
@@ -49,7 +62,11 @@ class ArtifactIssue:
 
 @dataclass(frozen=True, slots=True)
 class ArtifactCheck:
-    """The verdict of a parser or validator: ``ok`` with a ``value``, or ``errors``."""
+    """The verdict of a parser or validator: ``ok`` with a ``value``, or ``errors``.
+
+    Checked when built, so a verdict cannot pass by accident or fail the run when read: ``ok``
+    must be ``True`` or ``False`` (not a truthy stranger such as ``"no"``), ``errors``
+    ``ArtifactIssue`` objects, ``metadata`` a mapping (copied); else a ``TypeError``."""
 
     ok: bool
     value: Any = None
@@ -57,8 +74,11 @@ class ArtifactCheck:
     metadata: Mapping[str, JSONValue] | None = None
 
     def __post_init__(self) -> None:
+        if type(self.ok) is not bool:
+            raise TypeError(f"ArtifactCheck.ok must be True or False, got {type(self.ok).__name__}")
         errors = items_of(self.errors, ArtifactIssue, "ArtifactCheck.errors")
         object.__setattr__(self, "errors", errors)
+        object.__setattr__(self, "metadata", _metadata(self.metadata, "ArtifactCheck"))
 
     def to_dict(self) -> dict[str, JSONValue]:
         out: dict[str, JSONValue] = {
@@ -92,17 +112,40 @@ def _issues(value: Any) -> tuple[ArtifactIssue, ...]:
 
 def as_check(outcome: Any, value: Any) -> ArtifactCheck:
     """Reads what a validator returned: an ``ArtifactCheck``; ``True``/``None`` for valid;
-    ``False`` for invalid; a message or a list of messages/``ArtifactIssue``\\ s for problems."""
+    ``False`` for invalid; a message or a list of messages/``ArtifactIssue``\\ s for problems.
+    Never raises: an answer that cannot be read (a sequence that fails when iterated) is an
+    invalid candidate with ``metadata.reason="validator_invalid"``, its error not quoted."""
     if isinstance(outcome, ArtifactCheck):
         return outcome
     if outcome is None or outcome is True:
         return ArtifactCheck(True, value)
     if outcome is False:
         return ArtifactCheck(False, value, (ArtifactIssue("invalid artifact"),))
-    issues = _issues(outcome)
+    try:
+        issues = _issues(outcome)
+    except Exception:
+        return ArtifactCheck(
+            False, value, (ArtifactIssue(UNREADABLE_VALIDATION),), {"reason": "validator_invalid"}
+        )
     if not issues:
         return ArtifactCheck(True, value)
     return ArtifactCheck(False, value, issues)
+
+
+def failure_code(check: ArtifactCheck) -> str:
+    """The code of a run that ends on ``check``: its ``metadata["reason"]`` when that is a
+    non-empty string, else ``artifact_failed``. Read without calling anything of the reason's
+    own, so a reason that cannot print itself cannot fail the run with what it holds."""
+    metadata = check.metadata
+    try:
+        reason = metadata.get("reason") if metadata else None
+    except Exception:  # a key whose __eq__ raises
+        return ARTIFACT_FAILED
+    if isinstance(reason, str):
+        text = str.__str__(reason)  # a str subclass by its characters, whatever its __str__ does
+        if text:
+            return text
+    return ARTIFACT_FAILED
 
 
 def parse_failure(message: str) -> ArtifactCheck:
@@ -160,10 +203,12 @@ class ArtifactFailed(PrismError):
 
 
 __all__ = [
+    "ARTIFACT_FAILED",
     "NO_ARTIFACT_TEXT",
     "NO_VALIDATED_ARTIFACT",
     "PARSE_FAILED",
     "TOOL_ROUND_LIMIT",
+    "UNREADABLE_VALIDATION",
     "ArtifactCheck",
     "ArtifactFailed",
     "ArtifactIssue",
@@ -172,6 +217,7 @@ __all__ = [
     "Validator",
     "as_check",
     "default_repair",
+    "failure_code",
     "parse_candidate",
     "repair_messages",
 ]
