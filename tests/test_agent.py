@@ -1585,3 +1585,17 @@ async def test_a_subscriber_that_never_returns_cannot_hold_the_run_past_its_wall
     assert cut == [kind]
     assert log.types[0] == "agent_started"
     assert log.types[-1] == "agent_finished"
+
+
+async def test_a_subscriber_raising_a_cancellation_of_its_own_does_not_break_the_run() -> None:
+    async def cancelled_elsewhere(event: Any) -> None:
+        if event.type == "turn_started":
+            future = asyncio.get_running_loop().create_future()
+            future.cancel()
+            await future
+
+    session, _, log = make_session([answer()], [ToolDefinition("echo", execute=Recorder())])
+    session.subscribe(cancelled_elsewhere)
+    result = await session.run("go")
+    assert result.status == "succeeded"
+    assert log.types[-1] == "agent_finished"

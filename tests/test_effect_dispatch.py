@@ -702,3 +702,28 @@ async def test_a_stale_claim_never_marks_the_claim_that_replaced_it_unknown() ->
     record = await store.get(stored_key())
     assert record is not None
     assert record.status == "completed"
+
+
+async def test_a_call_cancelled_in_its_before_execute_hook_releases_its_claim() -> None:
+    body = Counter()
+    store = InMemoryToolEffectStore()
+    waiting = asyncio.Event()
+
+    async def approval_gate(
+        call: ToolCall, tool_def: ToolDefinition, ctx: ToolExecutionContext
+    ) -> None:
+        waiting.set()
+        await asyncio.sleep(60)
+
+    task = asyncio.create_task(
+        send(tool(body, REQUIRED), effect_store=store, before_execute=approval_gate)
+    )
+    await waiting.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert body.runs == 0
+    record = await store.get(stored_key())
+    assert record is not None
+    assert record.status == "failed_terminal"
+    assert record.claim_token is None

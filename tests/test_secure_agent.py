@@ -158,6 +158,15 @@ async def test_every_tool_call_suspends_for_approval_with_no_execution() -> None
     assert echo.calls == []  # the tool did not run
 
 
+# What the reviewed agent shows the model and lets it call: a run may not widen it.
+SCOPE_OVERRIDES: list[dict[str, Any]] = [
+    {"tool_narrowing": lambda context: None},
+    {"tools_disclosure": "search"},
+    {"tools_search": {"top_k": 4}},
+    {"allow_hidden_tool_calls": True},
+]
+
+
 @pytest.mark.parametrize(
     "override",
     [
@@ -166,6 +175,7 @@ async def test_every_tool_call_suspends_for_approval_with_no_execution() -> None
         {"interrupt_before_tool": False},
         {"guardrails": Guardrails()},
         {"loop": {"strategy": "single-shot"}},
+        *SCOPE_OVERRIDES,
     ],
 )
 async def test_per_run_overrides_of_the_defaults_are_refused(override: dict[str, Any]) -> None:
@@ -180,6 +190,37 @@ async def test_per_run_overrides_of_the_defaults_are_refused(override: dict[str,
     assert str(caught.value) == PER_RUN_REFUSED
     assert provider.requests == []
     assert echo.calls == []
+
+
+@pytest.mark.parametrize("override", SCOPE_OVERRIDES)
+async def test_resume_cannot_widen_the_reviewed_tool_scope(override: dict[str, Any]) -> None:
+    echo, hidden = Recorder(), Recorder()
+    provider = ScriptedProvider([calling(ToolCall("c1", "wipe", {"text": "all"})), answer()])
+    agent = create_secure_agent(
+        **options(
+            provider=provider,
+            tools=[echo_tool(echo), echo_tool(hidden, name="wipe")],
+            tool_narrowing=lambda context: ["echo"],
+        )
+    )
+    session = agent.session()
+    await session.run("hi")
+
+    with pytest.raises(TypeError, match=PER_RUN_REFUSED):
+        await session.resume({"c1": "approve"}, **override)
+
+    assert hidden.calls == []
+    assert len(session.pending) == 1
+
+
+def test_a_run_may_still_keep_hidden_calls_off() -> None:
+    agent = create_secure_agent(**options(provider=ScriptedProvider([]), tools=[]))
+    agent.check_run_options(
+        validate=None,
+        effect_store=None,
+        interrupt_before_tool=None,
+        scoping={"allow_hidden_tool_calls": False},
+    )
 
 
 async def test_resume_refuses_the_same_overrides() -> None:

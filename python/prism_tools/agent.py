@@ -388,8 +388,10 @@ class Agent:
         interrupt_before_tool: bool | None,
         guardrails: Guardrails | None = None,
         loop: LoopOptions | Mapping[str, Any] | None = None,
+        scoping: Mapping[str, Any] | None = None,
     ) -> None:
-        """Refuses per-run options this agent does not allow (a secure agent refuses some)."""
+        """Refuses per-run options this agent does not allow (a secure agent refuses some).
+        ``scoping`` holds the run's tool-scoping options that were given (not ``None``)."""
 
     def registered_tools(self) -> list[ToolDefinition]:
         """The agent's tools as they are registered now."""
@@ -616,6 +618,12 @@ class Session:
             interrupt_before_tool=interrupt_before_tool,
             guardrails=guardrails,
             loop=loop,
+            scoping=_given(
+                tool_narrowing=tool_narrowing,
+                tools_disclosure=tools_disclosure,
+                tools_search=tools_search,
+                allow_hidden_tool_calls=allow_hidden_tool_calls,
+            ),
         )
         if self._active:
             raise SessionBusyError("Agent session already has an active run")
@@ -703,6 +711,12 @@ class Session:
             interrupt_before_tool=None,
             guardrails=guardrails,
             loop=loop,
+            scoping=_given(
+                tool_narrowing=tool_narrowing,
+                tools_disclosure=tools_disclosure,
+                tools_search=tools_search,
+                allow_hidden_tool_calls=allow_hidden_tool_calls,
+            ),
         )
         if self._active:
             raise SessionBusyError("Agent session already has an active run")
@@ -827,6 +841,11 @@ class Session:
                     await outcome
             except Exception:  # a subscriber never breaks the run
                 logger.exception("event subscriber failed on %s", event.type)
+            except asyncio.CancelledError as err:
+                if _stops_run(err):
+                    raise  # the run itself is being cancelled
+                # A cancellation of the subscriber's own making is its failure, nothing more.
+                logger.exception("event subscriber failed on %s", event.type)
 
     async def _emit_until(self, event: AgentEvent, until: float) -> None:
         """``_emit`` for the events sent outside the run's wall-time timeout: an async subscriber
@@ -848,6 +867,15 @@ class Session:
                         )
             except Exception:  # a subscriber never breaks the run
                 logger.exception("event subscriber failed on %s", event.type)
+            except asyncio.CancelledError as err:
+                if _stops_run(err):
+                    raise
+                logger.exception("event subscriber failed on %s", event.type)
+
+
+def _given(**options: Any) -> dict[str, Any]:
+    """The options that were given, by name."""
+    return {name: value for name, value in options.items() if value is not None}
 
 
 @dataclass(frozen=True, slots=True)

@@ -881,6 +881,11 @@ async def dispatch_tool_call(
                 if claim is not None:
                     await claim.release()
                 return await _block(audit, call, "execution_denied", error_info(err))
+            except asyncio.CancelledError:
+                # Nothing ran and no row was written yet: the claim ends, the call is gone.
+                if claim is not None:
+                    await claim.release()
+                raise
 
         execute = tool.execute
         if execute is None:

@@ -60,11 +60,19 @@ class SecureAgent(Agent):
         interrupt_before_tool: bool | None,
         guardrails: Guardrails | None = None,
         loop: LoopOptions | Mapping[str, Any] | None = None,
+        scoping: Mapping[str, Any] | None = None,
     ) -> None:
-        # Guardrails and the loop are part of what was reviewed when the agent was built, so a
-        # run may not add to or replace them either.
+        # Guardrails, the loop and the tool scoping (narrowing, disclosure, hidden calls) are
+        # part of what was reviewed when the agent was built, so a run may not add to or replace
+        # them either; a run's tool_names grant can only narrow, and stays allowed.
         replaced = (validate, effect_store, guardrails, loop)
+        widened = any(
+            name != "allow_hidden_tool_calls" or value is not False
+            for name, value in (scoping or {}).items()
+        )
         if any(option is not None for option in replaced) or interrupt_before_tool is False:
+            raise TypeError(PER_RUN_REFUSED)
+        if widened:
             raise TypeError(PER_RUN_REFUSED)
 
 
