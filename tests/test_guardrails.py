@@ -944,14 +944,20 @@ async def test_a_guard_that_raises_a_cancellation_of_something_else_fails_closed
         assert "tool_execution_finished" not in log.types
 
 
-async def test_cancelling_the_call_still_cancels_a_guard_that_is_running() -> None:
-    started = asyncio.Event()
+def stalling(started: asyncio.Event) -> GuardFn:
+    """A guard body that says when it started, then waits until it is cancelled."""
 
-    async def slow(context: GuardrailContext) -> GuardrailDecision:
+    async def stall(context: GuardrailContext) -> GuardrailDecision:
         started.set()
         await asyncio.sleep(60)
         return GuardrailDecision("allow")
 
+    return stall
+
+
+async def test_cancelling_the_call_still_cancels_a_guard_that_is_running() -> None:
+    started = asyncio.Event()
+    slow = stalling(started)
     for concurrency in (1, 2):
         started.clear()
         tool = CountingTool()
@@ -1024,12 +1030,7 @@ async def test_a_reason_of_a_str_subclass_is_read_as_its_characters_and_redacted
 
 async def test_a_call_cancelled_after_its_tool_ran_gets_its_end_row() -> None:
     in_guard = asyncio.Event()
-
-    async def slow(context: GuardrailContext) -> GuardrailDecision:
-        in_guard.set()
-        await asyncio.sleep(60)
-        return GuardrailDecision("allow")
-
+    slow = stalling(in_guard)
     tool = CountingTool()
     guards = Guardrails(tool_output=[guardrail("slow", "tool_output", slow)])
     log, ledger = EventLog(), InMemoryRunLedger()

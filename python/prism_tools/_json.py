@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 import orjson
@@ -120,6 +120,25 @@ def _fallback(value: Any) -> Any:
     except Exception:
         return UNPRINTABLE_MARKER.format(type(value).__name__)
     return text_of(value)
+
+
+def pointer_token(key: object) -> str:
+    """``key`` as one token of a JSON Pointer (``~`` and ``/`` escaped)."""
+    return str(key).replace("~", "~0").replace("/", "~1")
+
+
+def json_leaves(value: Any, pointer: str = "") -> Iterator[tuple[str, Any, bool]]:
+    """Every key and every value that is not a dict or list inside plain JSON data, depth first:
+    ``(pointer, leaf, is_key)``, a key at the pointer of the object holding it."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield pointer, key, True
+            yield from json_leaves(item, f"{pointer}/{pointer_token(key)}")
+    elif isinstance(value, list):
+        for position, item in enumerate(value):
+            yield from json_leaves(item, f"{pointer}/{position}")
+    else:
+        yield pointer, value, False
 
 
 def holds_lone_surrogate(text: str) -> bool:

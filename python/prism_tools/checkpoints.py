@@ -54,6 +54,14 @@ def _check_id(session_id: str) -> None:
         raise ValueError("session_id holds a lone surrogate, which is not Unicode text")
 
 
+def _replacement(
+    session_id: str, expected: Mapping[str, JSONValue], state: Mapping[str, JSONValue]
+) -> tuple[str, str]:
+    """A replace's two texts: the state the store must still hold, and the one it then holds."""
+    _check_id(session_id)
+    return _dumps(expected), _dumps(state)
+
+
 def _dumps(state: Mapping[str, JSONValue]) -> str:
     try:
         return json.dumps(dict(state))
@@ -82,8 +90,7 @@ class InMemoryCheckpointStore:
         expected: Mapping[str, JSONValue],
         state: Mapping[str, JSONValue],
     ) -> bool:
-        _check_id(session_id)
-        held, text = _dumps(expected), _dumps(state)
+        held, text = _replacement(session_id, expected, state)
         with self._lock:
             if self._states.get(session_id) != held:
                 return False
@@ -133,8 +140,7 @@ class SqliteCheckpointStore:
         expected: Mapping[str, JSONValue],
         state: Mapping[str, JSONValue],
     ) -> bool:
-        _check_id(session_id)
-        held, text = _dumps(expected), _dumps(state)
+        held, text = _replacement(session_id, expected, state)
         with self._lock:
             # One conditional UPDATE: SQLite runs it under the file's write lock.
             changed = self._db.execute(

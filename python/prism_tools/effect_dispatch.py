@@ -76,6 +76,10 @@ class EffectClaim:
 
     async def release(self) -> None:
         """Before the tool ran: the claim ends ``failed_terminal`` (errors ignored)."""
+        await self._ended_before_dispatch(warn=True)
+
+    async def _ended_before_dispatch(self, *, warn: bool = False) -> bool:
+        """Ends the claim ``failed_terminal`` as it was taken; False when that write failed."""
         try:
             await self.store.fail(
                 self.key,
@@ -85,7 +89,10 @@ class EffectClaim:
                 failure={"code": ERR_TOOL_EFFECT_PRE_DISPATCH},
             )
         except Exception:
-            logger.warning("could not release a tool effect claim", exc_info=True)
+            if warn:
+                logger.warning("could not release a tool effect claim", exc_info=True)
+            return False
+        return True
 
     async def dispatched(self) -> None:
         store = self.store
@@ -118,18 +125,8 @@ class EffectClaim:
         """Cancelled while the mark of dispatch was being written, so the tool did not run but
         the mark may have landed: the claim is released if it did not, else marked unknown
         (dispatch counts as attempted). Store errors are swallowed."""
-        try:
-            await self.store.fail(
-                self.key,
-                claim_token=self.token,
-                expected_version=self.record.version,
-                status="failed_terminal",
-                failure={"code": ERR_TOOL_EFFECT_PRE_DISPATCH},
-            )
-            return
-        except Exception:
-            pass  # the mark landed (a newer version), or the store failed: try the other way
-        await self.unknown()
+        if not await self._ended_before_dispatch():
+            await self.unknown()  # the mark landed (a newer version), or the store failed
 
     async def unknown(self) -> None:
         """The outcome is unknown: mark it so, using our claim if dispatched was confirmed, else

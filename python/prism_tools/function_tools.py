@@ -276,20 +276,11 @@ def _fits_json_number(value: object) -> bool:
         return False
 
 
-def _non_json_number_at(schema: JSONValue, path: str = "") -> str | None:
+def _non_json_number_at(schema: JSONValue) -> str | None:
     """The JSON Pointer of the first number in ``schema`` that cannot be in a schema, or None."""
-    if isinstance(schema, dict):
-        for key, item in schema.items():
-            found = _non_json_number_at(item, f"{path}/{key.replace('~', '~0').replace('/', '~1')}")
-            if found is not None:
-                return found
-    elif isinstance(schema, list):
-        for position, item in enumerate(schema):
-            found = _non_json_number_at(item, f"{path}/{position}")
-            if found is not None:
-                return found
-    elif not _fits_json_number(schema):
-        return path or "/"
+    for pointer, leaf, is_key in _json.json_leaves(schema):
+        if not is_key and not _fits_json_number(leaf):
+            return pointer or "/"
     return None
 
 

@@ -59,34 +59,19 @@ def _surrogate_problem(text: str) -> str | None:
     )
 
 
-def _pointer_token(key: object) -> str:
-    return str(key).replace("~", "~0").replace("/", "~1")
-
-
 def _not_json(value: object, pointer: str) -> tuple[str, str] | None:
     """The first spot in ``value`` that a JSON request cannot carry, and what is wrong there.
 
     Only what the writer writes without complaint (NaN, as null) or refuses without saying
     where is looked for; other types are left to the writer's own message.
     """
-    if isinstance(value, str):
-        problem = _surrogate_problem(value)
-        return None if problem is None else (pointer, f"holds a {problem}")
-    if isinstance(value, float):
-        return None if math.isfinite(value) else (pointer, f"is {value!r}, which JSON lacks")
-    if isinstance(value, dict):
-        for key, item in value.items():
-            problem = _surrogate_problem(key) if isinstance(key, str) else None
+    for at, leaf, is_key in _json.json_leaves(value, pointer):
+        if isinstance(leaf, str):
+            problem = _surrogate_problem(leaf)
             if problem is not None:
-                return (pointer, f"has a key with a {problem}")
-            found = _not_json(item, f"{pointer}/{_pointer_token(key)}")
-            if found is not None:
-                return found
-    elif isinstance(value, list):
-        for position, item in enumerate(value):
-            found = _not_json(item, f"{pointer}/{position}")
-            if found is not None:
-                return found
+                return (at, f"has a key with a {problem}" if is_key else f"holds a {problem}")
+        elif isinstance(leaf, float) and not math.isfinite(leaf):
+            return (at, f"is {leaf!r}, which JSON lacks")
     return None
 
 
