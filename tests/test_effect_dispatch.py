@@ -727,3 +727,18 @@ async def test_a_call_cancelled_in_its_before_execute_hook_releases_its_claim() 
     assert record is not None
     assert record.status == "failed_terminal"
     assert record.claim_token is None
+
+
+async def test_a_replayed_duplicate_is_redacted_as_the_first_delivery_was() -> None:
+    body = Counter()
+    store = InMemoryToolEffectStore()
+    secret_id = "call_hunter2_1"
+    first = await send(
+        tool(body, REQUIRED), effect_store=store, call_id=secret_id, secrets=["hunter2"]
+    )
+    again = await send(
+        tool(body, REQUIRED), effect_store=store, call_id=secret_id, secrets=["hunter2"]
+    )
+    assert body.runs == 1
+    assert again == first
+    assert "hunter2" not in again.tool_call_id

@@ -27,6 +27,7 @@ from prism_tools import (
     redact_run_ledger_record,
 )
 from prism_tools.redaction import redact_json_text, secret_spellings
+from prism_tools.types import to_plain as types_to_plain
 
 SECRET = "sk-live-4f2c9d"
 REPLACEMENT = "[REDACTED]"
@@ -868,3 +869,67 @@ def test_property_values_without_the_secret_come_back_identical(
     assume(not any(holds(value, spelled) for spelled in {secret, *secret_spellings(secret)}))
     redactor = create_secret_redactor([secret])
     assert redactor.redact(value) is value
+
+
+@dataclasses.dataclass
+class WithToDict:
+    """A dataclass whose to_dict() writes more than its fields (the writer calls it)."""
+
+    user: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"user": self.user, "token": SECRET}
+
+
+def test_a_value_is_read_through_its_to_dict_before_anything_else() -> None:
+    redactor = create_secret_redactor([SECRET])
+    out = redactor.redact({"k": WithToDict("bob"), "secret": SECRET})
+    written = _json.dumps_lenient(types_to_plain(out)).decode()
+    assert SECRET not in written
+    assert out["k"] == {"user": "bob", "token": REPLACEMENT}
+
+
+def test_a_rebuilt_value_a_scan_cannot_read_leaves_as_its_plain_form() -> None:
+    @dataclasses.dataclass
+    class Signed:
+        url: str
+        extra: Any
+
+        def __post_init__(self) -> None:
+            self.url = f"https://api/x?key={SECRET}"  # derived again on every rebuild
+
+    redactor = create_secret_redactor([SECRET])
+    for extra in (2**70, "caf\udce9"):  # orjson cannot write either: the re-scan cannot decide
+        out = redactor.redact(Signed("x", extra))
+        assert SECRET not in _json.dumps_lenient(out).decode()
+        assert SECRET not in repr(out)
+
+
+def test_a_secret_with_a_quote_is_found_where_repr_quotes_it_beside_a_double_quote() -> None:
+    secret = "pa'ss-w0rd"
+    redactor = create_secret_redactor([secret])
+    for text in (repr(f'login "admin" failed for {secret}'), str([secret, '"'])):
+        assert REPLACEMENT in redactor.redact_text(text)
+    printed = str(f'x"{secret}'.encode())
+    assert "pa\\'ss" in printed
+    assert "pa\\'ss" not in redactor.redact_text(printed)
+
+
+def test_escaped_secrets_in_text_whose_quotes_do_not_pair_are_still_redacted() -> None:
+    redactor = create_secret_redactor([SECRET])
+    escaped = SECRET.replace("-", "\\u002d")
+    text = f'{{"a": "oops, "k": "{escaped}"}}'  # one quote missing before the secret
+    out = redactor.redact_text(redact_json_text(text, redactor))
+    assert SECRET not in out
+    assert escaped not in out
+    assert REPLACEMENT in out
+
+
+def test_a_to_dict_returning_its_own_object_leaves_the_value_as_it_is() -> None:
+    class Loop:
+        def to_dict(self) -> Any:
+            return self
+
+    value = Loop()
+    out = create_secret_redactor([SECRET]).redact([value, SECRET])
+    assert out[0] is value

@@ -498,11 +498,12 @@ def _error_result(call: ToolCall, error: ErrorInfo) -> ToolResult:
 
 
 def _scrubbed_tripwire(tripwire: GuardrailTripwire, redactor: Redactor) -> GuardrailTripwire:
-    """A tool's own tripwire as it may leave dispatch: its message and record redacted."""
+    """A tool's own tripwire as it may leave dispatch: its message, record and code redacted."""
+    code = tripwire.code
     return GuardrailTripwire(
         redactor.redact(error_text(tripwire)),
         record=redactor.redact(tripwire.record),
-        code=tripwire.code,
+        code=redactor.redact(code) if isinstance(code, str) else None,
     )
 
 
@@ -733,12 +734,16 @@ async def dispatch_tool_call(
                 audit.started_at = clock[2] if clock[0] <= _time_ns() < clock[1] else now_iso()
 
         if middleware is not None and middleware.has("tool_call"):
+            scrubbed_stop: BaseException | None = None
             try:
                 call = await middleware.run("tool_call", call, report=_middleware_reporter(audit))
             except MiddlewareError as stop:
-                if audit is not None and audit.redactor is not None:
-                    raise _scrubbed_stop(stop, audit.redactor) from None
-                raise
+                if audit is None or audit.redactor is None:
+                    raise
+                scrubbed_stop = _scrubbed_stop(stop, audit.redactor)
+            if scrubbed_stop is not None:
+                # Raised outside the handler, so it does not keep the original as its context.
+                raise scrubbed_stop
 
         if guardrails is not None:
             verdict = await _guard("tool_input", guardrails, call, call, context, audit)
@@ -867,7 +872,11 @@ async def dispatch_tool_call(
                 check_option_types(ownership=ownership, effect_store=effect_store)
                 return await _block(audit, call, "execution_denied", error_info(err))
             if type(prepared) is ToolResult:
-                return prepared  # a completed duplicate: its stored result, no events, no rows
+                # A completed duplicate: its stored result, no events, no rows; redacted as the
+                # first delivery's was (the store keeps the call's own id and tool name).
+                if audit is not None and audit.redactor is not None:
+                    return audit.redactor.redact(prepared)
+                return prepared
             if prepared is not None:
                 run_context, claim = cast(tuple[ToolExecutionContext, EffectClaim | None], prepared)
 
@@ -939,6 +948,8 @@ async def dispatch_tool_call(
             if audit is not None:
                 await audit.failed(call, error_info(tripwire))
                 if audit.redactor is not None:
+                    # Its context is suppressed, so no traceback shows the original: raising it
+                    # outside this handler would cost a check on every call's path.
                     raise _scrubbed_tripwire(tripwire, audit.redactor) from None
             raise
         except BaseException as err:
@@ -979,13 +990,15 @@ async def dispatch_tool_call(
             # stop reaches the caller.
             if claim is not None:
                 await claim.unknown()
+            stopped = isinstance(stop, asyncio.CancelledError)
             if audit is not None:
-                stopped = isinstance(stop, asyncio.CancelledError)
                 await audit.failed(call, _CANCELLED if stopped else error_info(stop))
-                if audit.redactor is not None and not stopped:
-                    raise _scrubbed_stop(stop, audit.redactor) from None
-            raise
+            if audit is None or audit.redactor is None or stopped:
+                raise
+            after = _scrubbed_stop(stop, audit.redactor)
         if after is not None:
+            if isinstance(after, BaseException):
+                raise after  # outside the handler: it does not keep the original as context
             if after is _UNREADABLE_RESULT:
                 return await _failed(audit, call, claim, _unreadable_error(name, result.error))
             if claim is not None:

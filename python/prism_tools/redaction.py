@@ -61,10 +61,14 @@ class Redactor(Protocol):
 def secret_spellings(secret: str) -> set[str]:
     """How Python and JSON print ``secret`` inside other text (``repr``, ``ascii``, a ``bytes``
     repr, a JSON string body with and without ASCII escapes), besides as it is."""
+    quoted = secret + '"'  # beside a double quote, repr picks single quotes and escapes "'"
     spelled = {
         str.__repr__(secret)[1:-1],
+        str.__repr__(quoted)[1:-2],
         ascii(str(secret))[1:-1],
+        ascii(str(quoted))[1:-2],
         repr(secret.encode("utf-8", "surrogatepass"))[2:-1],
+        repr(quoted.encode("utf-8", "surrogatepass"))[2:-2],
         json.dumps(secret)[1:-1],
         json.dumps(secret, ensure_ascii=False)[1:-1],
     }
@@ -187,8 +191,8 @@ class SecretRedactor:
         redacted = self._walk_object(value, depth, ancestors)
         if redacted is value or kind.__module__.startswith(_OWN_TYPES):
             return redacted  # the harness's own types are rebuilt exactly: no second look
-        if self._scan(redacted) is not True:
-            return redacted
+        if self._scan(redacted) is False:
+            return redacted  # (a scan that cannot decide counts as a secret still there)
         # Rebuilt, it still shows a secret (a __post_init__ that derives one, a repr of its
         # own): its plain JSON form, whose every string the walk reaches, leaves instead.
         return self._walk(_json.loads(_json.dumps_lenient(value)), depth, ancestors)
@@ -200,20 +204,23 @@ class SecretRedactor:
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
 
     def _walk_object(self, value: Any, depth: int, ancestors: set[int]) -> Any:
+        # The writer's order: to_dict() first, whatever else the value is (the harness's own
+        # types are dataclasses whose to_dict() writes their fields: they are rebuilt instead).
+        to_dict = getattr(value, "to_dict", None)
+        if callable(to_dict) and not type(value).__module__.startswith(_OWN_TYPES):
+            try:
+                written = to_dict()
+            except Exception:
+                return self._walk_opaque(value)
+            if written is not value and type(written) is not type(value):
+                plain = self._walk(written, depth, ancestors)
+                return value if plain is written else plain
         if dataclasses.is_dataclass(value):
             return self._walk_dataclass(value, depth, ancestors)
         if isinstance(value, enum.Enum):
             # Written as its value; a member cannot be rebuilt around a redacted one.
             plain = self._walk(value.value, depth, ancestors)
             return value if plain is value.value else plain
-        to_dict = getattr(value, "to_dict", None)
-        if callable(to_dict):
-            try:
-                written = to_dict()
-            except Exception:
-                return self._walk_opaque(value)
-            plain = self._walk(written, depth, ancestors)
-            return value if plain is written else plain
         if isinstance(value, Mapping | list):
             return self._walk_builtin(value, depth, ancestors)
         if isinstance(value, tuple):
@@ -226,9 +233,12 @@ class SecretRedactor:
             except Exception:
                 return tuple(items)
         if isinstance(value, set | frozenset):
+            members = list(value)
+            walked = [self._walk(item, depth, ancestors) for item in members]
+            if all(a is b for a, b in zip(walked, members, strict=True)):
+                return value
             # A subclass's constructor may not take an iterable of items: the base kind does.
-            base = frozenset if isinstance(value, frozenset) else set
-            return base(self._walk(item, depth, ancestors) for item in value)
+            return (frozenset if isinstance(value, frozenset) else set)(walked)
         return self._walk_opaque(value)
 
     def _walk_mapping(self, value: Mapping[Any, Any], depth: int, ancestors: set[int]) -> Any:
@@ -381,7 +391,15 @@ def redact_json_text(text: str, redactor: Redactor) -> str:
             return literal
         return json.dumps(redacted, ensure_ascii=False)
 
-    return _STRING_LITERAL.sub(scrub, text)
+    scrubbed = _STRING_LITERAL.sub(scrub, text)
+    if "\\" not in scrubbed:
+        return scrubbed
+    # Quotes the literals cannot be told apart by (malformed text, one quote missing) may leave
+    # an escaped secret outside every literal found: read the whole text as one, and if that
+    # spells a secret, the text leaves decoded and redacted.
+    decoded = _decoded_literal(scrubbed)
+    redacted = redactor.redact(decoded)
+    return scrubbed if redacted == decoded or not isinstance(redacted, str) else redacted
 
 
 def redact_run_ledger_record(record: ToolCallRecord, redactor: Redactor | None) -> ToolCallRecord:
