@@ -9,7 +9,7 @@ import math
 import re
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing, suppress
 from pathlib import Path
@@ -1232,3 +1232,78 @@ async def test_decisions_of_any_shape_run_only_approved_calls_or_are_refused_who
         decision = decisions.get(item.approval_id, decisions.get(item.tool_call_id))
         if item.tool_call_id in [call_id for call_id, _ in echo.calls]:
             assert _action_of(decision) in ("approve", "allow_for_run")
+
+
+@pytest.mark.parametrize(
+    "rewrite",
+    [
+        lambda state: json.loads(json.dumps(state, sort_keys=True)),  # a JSON column's key order
+        lambda state: json.loads(json.dumps(state).replace("1.0", "1")),  # 1.0 written as 1
+    ],
+    ids=["sorted-keys", "integral-float"],
+)
+async def test_a_state_rewritten_by_another_json_writer_still_resumes_once(
+    store: CheckpointStore, rewrite: Callable[[Any], Any]
+) -> None:
+    echo = Recorder()
+    agent = build_agent(ScriptedProvider([calling(call("c1")), answer()]), echo, checkpoints=store)
+    session = agent.session("s-1")
+    await session.run("hi", metadata={"ratio": 1.0, "b": 2, "a": 1})
+    stored = store.load("s-1")
+    assert stored is not None
+    assert rewrite(stored) != stored or json.dumps(rewrite(stored)) != json.dumps(stored)
+    # The host kept the state through its own JSON layer and hands it back.
+    first = agent.session(state=rewrite(stored))
+    second = agent.session(state=rewrite(stored))
+    assert (await first.resume({"c1": "approve"})).status == "succeeded"
+    with pytest.raises(ApprovalError):
+        await second.resume({"c1": "approve"})
+    assert echo.calls == [("c1", {"text": "hi"})]
+
+
+async def test_a_state_changed_after_restore_cannot_change_what_the_resume_expects(
+    store: CheckpointStore,
+) -> None:
+    echo = Recorder()
+    round_of_two = calling(call("c1"), call("c2", text="two"))
+    agent = build_agent(ScriptedProvider([round_of_two, answer()]), echo, checkpoints=store)
+    await agent.session("s-1").run("hi")
+    loaded = store.load("s-1")
+    assert loaded is not None
+    first, stale = agent.session(state=loaded), agent.session(state=loaded)
+    assert (await first.resume({"c1": "reject_once"})).status == "suspended"
+    # The host refreshes the dict it restored both sessions from, in place, from the store.
+    refreshed = store.load("s-1")
+    assert refreshed is not None
+    loaded.clear()
+    loaded.update(refreshed)
+    with pytest.raises(ApprovalError):
+        await stale.resume({"c1": "approve", "c2": "approve"})
+    assert echo.calls == []  # c1 stays rejected, and nothing ran
+
+
+async def test_a_store_whose_replace_answers_with_a_truthy_stranger_is_not_taken_as_yes() -> None:
+    inner = InMemoryCheckpointStore()
+
+    class Cursorish:
+        def save(self, session_id: str, state: Any) -> None:
+            inner.save(session_id, state)
+
+        def replace(self, session_id: str, expected: Any, state: Any) -> Any:
+            return object()  # truthy, not True
+
+        def load(self, session_id: str) -> Any:
+            return inner.load(session_id)
+
+        def delete(self, session_id: str) -> None:
+            inner.delete(session_id)
+
+    echo = Recorder()
+    agent = build_agent(
+        ScriptedProvider([calling(call("c1")), answer()]), echo, checkpoints=Cursorish()
+    )
+    session = agent.session("s-1")
+    await session.run("hi")
+    with pytest.raises(ApprovalError):
+        await session.resume({"c1": "approve"})
+    assert echo.calls == []

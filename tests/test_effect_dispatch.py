@@ -31,7 +31,12 @@ from prism_tools import (
     guardrail,
 )
 from prism_tools.effect_stores import SqliteToolEffectStore
-from prism_tools.effects import InMemoryToolEffectStore, ToolEffect, ToolEffectKey
+from prism_tools.effects import (
+    InMemoryToolEffectStore,
+    ToolEffect,
+    ToolEffectError,
+    ToolEffectKey,
+)
 
 IDENTITY = AgentIdentity(principal_id="agent-1", tenant_id="t1")
 SECRET = "sk-live-effects-01"
@@ -742,3 +747,16 @@ async def test_a_replayed_duplicate_is_redacted_as_the_first_delivery_was() -> N
     assert body.runs == 1
     assert again == first
     assert "hunter2" not in again.tool_call_id
+
+
+async def test_a_store_refuses_a_result_it_could_not_read_back() -> None:
+    store = InMemoryToolEffectStore()
+    key = stored_key()
+    began = await store.begin(key)
+    held = await store.mark_dispatched_from(key, began.record)
+    odd = ToolResult("c1", "send_email", value="sent", metadata=["receipt"])  # type: ignore[arg-type]
+    with pytest.raises(ToolEffectError):
+        await store.complete_from(key, held, odd)
+    record = await store.get(key)
+    assert record is not None
+    assert record.status == "dispatched"  # still readable, and still the claim's to settle

@@ -26,9 +26,11 @@ from tests.support import (
 )
 
 from prism_tools import (
+    ErrorInfo,
     ToolCall,
     ToolDefinition,
     ToolExecutionContext,
+    ToolResult,
     create_tool_registry,
     dispatch_tool_call,
     ledger_sqlite,
@@ -312,3 +314,43 @@ async def test_rows_of_calls_with_odd_ids_or_names_read_back(
     assert all(row.tool_call_id == str(call_id) for row in rows)
     assert all(row.name == str(name) for row in rows)
     assert ran == ([call_id] if name == "echo" else [])  # a blocked call never runs
+
+
+async def test_what_a_tool_hands_back_is_written_only_as_rows_that_read_back(
+    tmp_path: Path,
+) -> None:
+    async def http_error(args: dict[str, Any], context: ToolExecutionContext) -> Any:
+        return ToolResult(context.tool_call_id, "http", error=ErrorInfo("not found", code=404))
+
+    async def listed_metadata(args: dict[str, Any], context: ToolExecutionContext) -> Any:
+        return ToolResult(context.tool_call_id, "receipt", value="sent", metadata=["receipt"])  # type: ignore[arg-type]
+
+    async def listed_progress(args: dict[str, Any], context: ToolExecutionContext) -> Any:
+        await context.progress(50, ["half"])  # type: ignore[arg-type]
+        return "done"
+
+    registry = create_tool_registry(
+        [
+            ToolDefinition("http", execute=http_error),
+            ToolDefinition("receipt", execute=listed_metadata),
+            ToolDefinition("progress", execute=listed_progress),
+        ]
+    )
+    with SqliteRunLedger(tmp_path / "ledger.db") as ledger:
+        results = [
+            await dispatch_tool_call(
+                ToolCall(f"c{n}", name, {}),
+                registry,
+                ToolExecutionContext(session_id="s1", run_id="r1", tool_call_id=f"c{n}"),
+                ledger=ledger,
+            )
+            for n, name in enumerate(["http", "receipt", "progress"])
+        ]
+        rows = ledger.rows(run_id="r1")  # every row the ledger took reads back
+    assert results[0].error is not None
+    assert results[0].error.code == 404
+    assert results[1].error is not None
+    assert results[1].error.code == "invalid_tool_result"
+    assert results[2].error is not None
+    assert "progress metadata must be a mapping" in results[2].error.message
+    assert [row.status for row in rows if row.tool_call_id == "c0"] == ["started", "finished"]

@@ -10,6 +10,7 @@ without calls or a limit stops it. See ``docs/runtime.md``.
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import logging
 import math
@@ -558,7 +559,9 @@ class Session:
         self.suspension = suspension
         self.grant = grant
         self.activation = ToolActivationState(activated)
-        self._stored = data
+        # A copy: a host that later changes the mapping it passed cannot change what a resume
+        # expects the checkpoint store to hold.
+        self._stored = copy.deepcopy(dict(data))
 
     def clear_activated_tools(self) -> None:
         """Forgets every tool ``search_tools`` activated in this session."""
@@ -778,7 +781,10 @@ class Session:
         previous, self.suspension = self.suspension, suspension
         try:
             state = self.state
-            replaced = self._stored is not None and store.replace(self.id, self._stored, state)
+            # Only True counts: a store's truthy stranger (a cursor, a row count) is not a yes.
+            replaced = (
+                self._stored is not None and store.replace(self.id, self._stored, state) is True
+            )
         except BaseException:
             self.suspension = previous
             raise
@@ -1032,6 +1038,8 @@ class _Run:
                 if self.resume is not None and self.agent.checkpoints is not None:
                     self.agent.checkpoints.delete(self.session.id)
         except TimeoutError as err:
+            if self.resume is not None and self.agent.checkpoints is not None:
+                self.agent.checkpoints.delete(self.session.id)  # the resumed run has ended
             if not deadline.expired():
                 # A TimeoutError from the provider or a hook is an ordinary failure.
                 return await self.failed(err)

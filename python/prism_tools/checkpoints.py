@@ -17,6 +17,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Mapping
+from contextlib import suppress
 from os import PathLike
 from typing import Any, Protocol, runtime_checkable
 
@@ -29,7 +30,8 @@ from prism_tools.types import JSONValue
 class CheckpointStore(Protocol):
     """Session states by session id. ``save`` replaces, ``load`` returns ``None`` for an unknown
     id, ``delete`` of an unknown id does nothing. ``replace`` stores ``state`` only if the store
-    holds ``expected`` (equal as JSON) for the id, and says whether it did, as one atomic step:
+    holds ``expected`` (equal as JSON: key order and a number's spelling do not count) for the
+    id, and says whether it did, as one atomic step:
     it is what keeps one set of approvals from being used twice."""
 
     def save(self, session_id: str, state: Mapping[str, JSONValue]) -> None: ...
@@ -57,9 +59,35 @@ def _check_id(session_id: str) -> None:
 def _replacement(
     session_id: str, expected: Mapping[str, JSONValue], state: Mapping[str, JSONValue]
 ) -> tuple[str, str]:
-    """A replace's two texts: the state the store must still hold, and the one it then holds."""
+    """A replace's two texts: the fingerprint of the state the store must still hold, and the
+    state it then holds."""
     _check_id(session_id)
-    return _dumps(expected), _dumps(state)
+    return _fingerprint(expected), _dumps(state)
+
+
+def _fingerprint(state: Any) -> str:
+    """A state as JSON compares it: keys in sorted order and a number by its value (``1.0`` is
+    ``1``), so a state that went through another JSON writer (a database's JSON column, another
+    language) still matches the one stored."""
+    try:
+        return json.dumps(_by_value(state), sort_keys=True, separators=(",", ":"))
+    except RecursionError:
+        pass  # raised below, so the error does not keep the deep traceback as its context
+    raise ValueError("the checkpoint state nests too deeply to be compared")
+
+
+def _by_value(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(key): _by_value(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_by_value(item) for item in value]
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
+
+
+def _holds(stored: str | None, fingerprint: str) -> bool:
+    return stored is not None and _fingerprint(_loads(stored)) == fingerprint
 
 
 def _dumps(state: Mapping[str, JSONValue]) -> str:
@@ -92,7 +120,7 @@ class InMemoryCheckpointStore:
     ) -> bool:
         held, text = _replacement(session_id, expected, state)
         with self._lock:
-            if self._states.get(session_id) != held:
+            if not _holds(self._states.get(session_id), held):
                 return False
             self._states[session_id] = text
         return True
@@ -142,13 +170,27 @@ class SqliteCheckpointStore:
     ) -> bool:
         held, text = _replacement(session_id, expected, state)
         with self._lock:
-            # One conditional UPDATE: SQLite runs it under the file's write lock.
-            changed = self._db.execute(
-                "UPDATE prism_checkpoints SET state = ?, updated_at = CURRENT_TIMESTAMP "
-                "WHERE session_id = ? AND state = ?",
-                (text, session_id, held),
-            ).rowcount
-        return changed == 1
+            # Read, compare and write in one transaction that holds the file's write lock from
+            # its start, so no other connection or process writes in between.
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                row = self._db.execute(
+                    "SELECT state FROM prism_checkpoints WHERE session_id = ?", (session_id,)
+                ).fetchone()
+                if not _holds(None if row is None else row[0], held):
+                    self._db.execute("ROLLBACK")
+                    return False
+                self._db.execute(
+                    "UPDATE prism_checkpoints SET state = ?, updated_at = CURRENT_TIMESTAMP "
+                    "WHERE session_id = ?",
+                    (text, session_id),
+                )
+                self._db.execute("COMMIT")
+            except BaseException:
+                with suppress(sqlite3.Error):  # the failure may have ended the transaction
+                    self._db.execute("ROLLBACK")
+                raise
+        return True
 
     def load(self, session_id: str) -> dict[str, JSONValue] | None:
         _check_id(session_id)

@@ -421,6 +421,11 @@ class _Audit:
 
         A bound method rather than a closure: it costs less to make on every audited call.
         """
+        if metadata is not None and not isinstance(metadata, Mapping):
+            # The tool's own mistake, raised in the tool: its row and event could not hold it.
+            raise TypeError(
+                f"progress metadata must be a mapping or None, got {type(metadata).__name__}"
+            )
         context = self.context
         host = context.progress
         if host is not ignore_progress:
@@ -964,8 +969,8 @@ async def dispatch_tool_call(
 
         if type(output) is ToolResult:
             result = output
-            if result.error is not None and not _readable_error(result.error):
-                return await _failed(audit, call, claim, _unreadable_error(name, result.error))
+            if (result.error is not None or result.metadata is not None) and not _readable(result):
+                return await _failed(audit, call, claim, _unreadable_error(name, result))
         else:
             made = _ResultTwin()
             made.tool_call_id = call.id
@@ -981,7 +986,9 @@ async def dispatch_tool_call(
                 result = await middleware.run(
                     "tool_result", result, report=_middleware_reporter(audit)
                 )
-                if result.error is not None and not _readable_error(result.error):
+                if (result.error is not None or result.metadata is not None) and not _readable(
+                    result
+                ):
                     after = _UNREADABLE_RESULT
             if guardrails is not None and after is None:
                 after = await _guard("tool_output", guardrails, result, call, context, audit)
@@ -1000,7 +1007,7 @@ async def dispatch_tool_call(
             if isinstance(after, BaseException):
                 raise after  # outside the handler: it does not keep the original as context
             if after is _UNREADABLE_RESULT:
-                return await _failed(audit, call, claim, _unreadable_error(name, result.error))
+                return await _failed(audit, call, claim, _unreadable_error(name, result))
             if claim is not None:
                 return await _unknown_outcome(audit, call, claim)
             return await _block(
@@ -1069,27 +1076,33 @@ async def _failed(
     return await audit.failed(call, error)
 
 
-def _readable_error(error: object) -> bool:
-    """An ``ErrorInfo`` whose fields are what readers expect: text, and a text or integer code
-    (it is built without checks, so a tool may hand over any values)."""
-    return (
-        isinstance(error, ErrorInfo)
-        and type(error.message) is str
-        and (error.code is None or type(error.code) in (str, int))
-        and (error.name is None or type(error.name) is str)
+def _readable(result: ToolResult) -> bool:
+    """A result whose ``error`` is an ``ErrorInfo`` with fields of the kinds readers expect (text,
+    a text or integer code) and whose ``metadata`` is a mapping or None: a ``ToolResult`` is
+    built without checks, so a tool may hand over anything, and a ledger, an effect store or a
+    stored session would write what it could not read back."""
+    error, metadata = result.error, result.metadata
+    return (metadata is None or isinstance(metadata, Mapping)) and (
+        error is None
+        or (
+            isinstance(error, ErrorInfo)
+            and type(error.message) is str
+            and (error.code is None or type(error.code) in (str, int))
+            and (error.name is None or type(error.name) is str)
+        )
     )
 
 
-def _unreadable_error(name: str, error: object) -> ErrorInfo:
-    # Whatever reads a result after dispatch (guardrails, stores, provider messages, a stored
-    # session) reads error.message and error.code.
-    what = (
-        "an ErrorInfo whose message, code or name is of another kind"
-        if isinstance(error, ErrorInfo)
-        else f"a {type(error).__name__}, not an ErrorInfo"
-    )
+def _unreadable_error(name: str, result: ToolResult) -> ErrorInfo:
+    error, metadata = result.error, result.metadata
+    if metadata is not None and not isinstance(metadata, Mapping):
+        what = f"whose metadata is a {type(metadata).__name__}, not a mapping"
+    elif isinstance(error, ErrorInfo):
+        what = "whose error has a message, code or name of another kind"
+    else:
+        what = f"whose error is a {type(error).__name__}, not an ErrorInfo"
     return ErrorInfo(
-        message=f"Tool {name} returned a ToolResult whose error is {what}",
+        message=f"Tool {name} returned a ToolResult {what}",
         code="invalid_tool_result",
         name="TypeError",
     )

@@ -849,7 +849,8 @@ def _checked_result_data(result: Any, key: ToolEffectKey) -> dict[str, JSONValue
     data = result.to_dict()
     try:
         size = len(_strict_json(data))
-    except (_json.JSONEncodeError, TypeError) as err:
+        ToolResult.from_dict(data)  # stored only if it reads back: a duplicate replays it
+    except (_json.JSONEncodeError, TypeError, ValueError) as err:
         raise _limit("tool result must be JSON serializable") from err
     if size > MAX_RESULT_BYTES:
         raise _limit("tool result exceeds limits")

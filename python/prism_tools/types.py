@@ -207,13 +207,18 @@ class ErrorInfo:
 
     @classmethod
     def from_dict(cls, data: Any) -> ErrorInfo:
-        """The inverse of ``to_dict``; anything without a string ``message``, or with a ``code``
-        or ``name`` that is not a string, is a ``ValueError``."""
+        """The inverse of ``to_dict``; anything without a string ``message``, with a ``code``
+        that is not a string or an integer (an HTTP status, say), or a ``name`` that is not a
+        string, is a ``ValueError``."""
         if not isinstance(data, Mapping) or not isinstance(data.get("message"), str):
             raise ValueError("a stored error needs a string 'message'")
         code, name = data.get("code"), data.get("name")
-        if not isinstance(code, str | None) or not isinstance(name, str | None):
-            raise ValueError("a stored error's 'code' and 'name' must be strings or null")
+        code_read = code is None or type(code) is str or type(code) is int
+        if not code_read or not isinstance(name, str | None):
+            raise ValueError(
+                "a stored error's 'code' must be a string, an integer or null, "
+                "and its 'name' a string or null"
+            )
         return cls(data["message"], code, name, data.get("details"))
 
 
