@@ -141,7 +141,7 @@ async def test_rows_survive_reopening_and_the_schema_is_versioned(tmp_path: Path
         ("started_at", 5),
         ("redacted", "no"),
         ("metadata", [1]),
-        ("result", {"tool_call_id": "c1", "name": "echo", "error": {"message": "m", "code": 7}}),
+        ("result", {"tool_call_id": "c1", "name": "echo", "error": {"message": "m", "code": [7]}}),
     ],
 )
 async def test_a_row_changed_outside_the_library_is_a_value_error_naming_it(
