@@ -1599,3 +1599,19 @@ async def test_a_subscriber_raising_a_cancellation_of_its_own_does_not_break_the
     result = await session.run("go")
     assert result.status == "succeeded"
     assert log.types[-1] == "agent_finished"
+
+
+async def test_a_repeated_call_id_left_unanswered_by_a_turn_limit_is_answered_next_run() -> None:
+    # call_0 every turn (a provider that sends no ids): the last one must still get its row.
+    echo = Recorder()
+    session, _, _ = make_session(
+        [calling(call("call_0")), calling(call("call_0")), answer("second run")],
+        [ToolDefinition("echo", execute=echo)],
+        limits={"max_tool_rounds": 1},
+    )
+    assert (await session.run("go")).finish_reason == "turn_limit"
+    await session.run("next")
+    roles = [(message.role, message.tool_call_id) for message in session.messages]
+    last_call = max(i for i, message in enumerate(session.messages) if message.tool_calls)
+    assert roles[last_call + 1] == ("tool", "call_0")
+    assert len(echo.calls) == 1

@@ -642,3 +642,27 @@ async def test_a_call_a_middleware_renames_to_an_exclusive_tool_runs_alone() -> 
     rows = tool_rows(result.messages)
     assert [row.tool_call_id for row in rows] == [call.id for call in calls]
     assert [row.content for row in rows] == ["slow", "locked", "slow", "slow"]
+
+
+@pytest.mark.parametrize("concurrency", [2, 3])
+async def test_a_tool_cancelling_its_own_task_fails_its_call_not_the_whole_run_raw(
+    concurrency: int,
+) -> None:
+    # In a parallel round each call runs in a worker task of its own, so a tool cancelling the
+    # task it runs in cancels only its call (sequentially, that task is the run's own).
+    async def own_timeout(args: dict[str, Any], context: ToolExecutionContext) -> str:
+        # The tool's own deadline, cancelling the task it runs in; nobody cancels the run.
+        asyncio.get_running_loop().call_later(0.001, asyncio.current_task().cancel)  # type: ignore[union-attr]
+        await asyncio.sleep(60)
+        return "never"
+
+    session, _, events = make_session(
+        [calling(*batch(3, name="own")), answer("next run")],
+        [ToolDefinition(name="own", execute=own_timeout)],
+        loop={"tool_concurrency": concurrency},
+    )
+    with pytest.raises(AgentRunError) as caught:
+        await session.run("go")
+    assert isinstance(caught.value.__cause__, ToolAbortedError)
+    assert events.types[-1] == "agent_finished"
+    assert len(tool_rows(session.messages)) == 3

@@ -1307,3 +1307,32 @@ async def test_a_store_whose_replace_answers_with_a_truthy_stranger_is_not_taken
     with pytest.raises(ApprovalError):
         await session.resume({"c1": "approve"})
     assert echo.calls == []
+
+
+async def test_a_slow_subscriber_of_the_suspension_cannot_fail_a_suspended_run() -> None:
+    async def slow(event: Any) -> None:
+        if event.type == "run_suspended":
+            await asyncio.sleep(0.3)
+
+    echo = Recorder()
+    agent = build_agent(
+        ScriptedProvider([calling(call("c1")), answer()]), echo, limits={"max_wall_time_ms": 100}
+    )
+    session = agent.session()
+    session.subscribe(slow)
+    result = await session.run("hi")
+    assert result.status == "suspended"
+    assert (await session.resume({"c1": "approve"})).status == "succeeded"
+    assert echo.calls == [("c1", {"text": "hi"})]
+
+
+async def test_call_ids_a_provider_repeats_every_turn_resume_the_latest_round() -> None:
+    # A provider that sends no ids gets call_0 on every turn.
+    echo = Recorder()
+    script = [calling(call("call_0")), calling(call("call_0", text="again")), answer()]
+    agent = build_agent(ScriptedProvider(script), echo)
+    session = agent.session()
+    assert (await session.run("hi")).status == "suspended"
+    assert (await session.resume({"call_0": "approve"})).status == "suspended"
+    assert (await session.resume({"call_0": "approve"})).status == "succeeded"
+    assert echo.calls == [("call_0", {"text": "hi"}), ("call_0", {"text": "again"})]

@@ -807,11 +807,15 @@ class Session:
 
     def _suspended_calls(self, suspension: Suspension) -> tuple[ToolCall, ...]:
         """The suspended round's calls, from the transcript, in call order."""
-        answered = {message.tool_call_id for message in self.messages if message.role == "tool"}
-        found: dict[str, ToolCall] = {}
-        for message in self.messages:
-            for call in message.tool_calls:
-                found[call.id] = call
+        # The round is the last message that asked for calls; ids are read there only, as a
+        # provider that sends none gets call_0, call_1, ... again every turn.
+        position = _last_call_message(self.messages, 0)
+        found = {} if position is None else {c.id: c for c in self.messages[position].tool_calls}
+        answered = (
+            set()
+            if position is None
+            else {message.tool_call_id for message in self.messages[position + 1 :]}
+        )
         pending = {item.tool_call_id: item for item in suspension.pending}
         calls: list[ToolCall] = []
         for call_id in suspension.call_ids:
@@ -877,6 +881,17 @@ class Session:
                 if _stops_run(err):
                     raise
                 logger.exception("event subscriber failed on %s", event.type)
+
+
+def _last_call_message(messages: Sequence[Message], start: int) -> int | None:
+    """The position of the message whose calls the rows at the end of ``messages`` answer: the
+    last message before them, when it asked for calls and lies at ``start`` or later."""
+    position = len(messages)
+    while position > start and messages[position - 1].role == "tool":
+        position -= 1
+    if position == start or not messages[position - 1].tool_calls:
+        return None
+    return position - 1
 
 
 def _given(**options: Any) -> dict[str, Any]:
@@ -1033,10 +1048,9 @@ class _Run:
                         finish_reason = await self.generate_validate_revise()
                     else:
                         finish_reason = await self.single_shot()
-                if self.pending:
-                    return await self.suspended()
-                if self.resume is not None and self.agent.checkpoints is not None:
-                    self.agent.checkpoints.delete(self.session.id)
+                checkpoints = self.agent.checkpoints
+                if not self.pending and self.resume is not None and checkpoints is not None:
+                    checkpoints.delete(self.session.id)
         except TimeoutError as err:
             if self.resume is not None and self.agent.checkpoints is not None:
                 self.agent.checkpoints.delete(self.session.id)  # the resumed run has ended
@@ -1057,6 +1071,10 @@ class _Run:
             if self.resume is not None and self.agent.checkpoints is not None:
                 self.agent.checkpoints.delete(self.session.id)
             return await self.failed(err)
+        if self.pending:
+            # Outside the run's timeout, as the other closing events are: a slow subscriber of
+            # run_suspended cannot turn a suspended run into a failed one.
+            return await self.suspended()
         until = self.closing_deadline()
         await self.flush_events(until)
         result = RunResult(
@@ -1078,8 +1096,11 @@ class _Run:
         """Ends the run waiting for approvals: the session holds them (and the checkpoint store,
         when the agent has one)."""
         self.session._checkpoint_suspension()
-        await self.flush_events()
-        await self.emit("run_suspended", pending=[item.to_dict() for item in self.pending])
+        until = self.closing_deadline()
+        await self.flush_events(until)
+        await self.emit_closing(
+            "run_suspended", until, pending=[item.to_dict() for item in self.pending]
+        )
         result = RunResult(
             status="suspended",
             output_text=self.output_text(),
@@ -1090,7 +1111,9 @@ class _Run:
             run_id=self.id,
             pending=self.pending,
         )
-        await self.emit("agent_finished", status="suspended", finish_reason=APPROVAL_REQUIRED)
+        await self.emit_closing(
+            "agent_finished", until, status="suspended", finish_reason=APPROVAL_REQUIRED
+        )
         return result
 
     async def failed(self, err: BaseException) -> RunResult:
@@ -1165,16 +1188,19 @@ class _Run:
     def answer_unanswered_calls(self) -> None:
         """Gives every tool call an earlier run left without a result (a ``turn_limit`` stop)
         an error row, so the transcript stays one providers accept."""
-        answered = {message.tool_call_id for message in self.session.messages}
-        for message in list(self.session.messages):
-            for call in message.tool_calls:
-                if call.id not in answered:
-                    info = ErrorInfo(
-                        message="Tool call was not run: the previous run stopped at its limit",
-                        code=NOT_DISPATCHED,
-                    )
-                    self.session.messages.append(tool_message(call, None, info))
-                    answered.add(call.id)
+        messages = self.session.messages
+        position = _last_call_message(messages, 0)
+        if position is None:
+            return
+        answered = {message.tool_call_id for message in messages[position + 1 :]}
+        for call in messages[position].tool_calls:
+            if call.id not in answered:
+                info = ErrorInfo(
+                    message="Tool call was not run: the previous run stopped at its limit",
+                    code=NOT_DISPATCHED,
+                )
+                messages.append(tool_message(call, None, info))
+                answered.add(call.id)
 
     def answer_stopped_calls(self) -> None:
         """Answers the calls of the run's last assistant message that have no row yet (the run
@@ -1185,14 +1211,13 @@ class _Run:
         if self.session.suspension is not None:
             return
         messages = self.session.messages
-        start = 0 if self.resume is not None else self.first_message
-        position = len(messages)
-        while position > start and messages[position - 1].role == "tool":
-            position -= 1
-        if position == start or not messages[position - 1].tool_calls:
+        position = _last_call_message(
+            messages, 0 if self.resume is not None else self.first_message
+        )
+        if position is None:
             return
-        answered = {message.tool_call_id for message in messages[position:]}
-        for call in messages[position - 1].tool_calls:
+        answered = {message.tool_call_id for message in messages[position + 1 :]}
+        for call in messages[position].tool_calls:
             if call.id not in answered:
                 info = ErrorInfo(
                     message="Tool call was not run because the run failed before its tool round",
@@ -1574,6 +1599,14 @@ class _Run:
                 or (self.signal is not None and self.signal.is_set())
             )
 
+        def ends_run(err: BaseException) -> bool:
+            """Whether a call's ``BaseException`` ends the run (see ``_stops_run``). A parallel
+            worker is a task of its own: its cancellation is the run's only when ``_settle``
+            cancelled the round, which it records first in ``interrupts``."""
+            if workers == 1 or not isinstance(err, asyncio.CancelledError):
+                return _stops_run(err)
+            return any(isinstance(item, asyncio.CancelledError) for item in interrupts)
+
         async def worker() -> None:
             nonlocal claimed
             while not stopped() and claimed < len(calls):
@@ -1588,7 +1621,7 @@ class _Run:
                     failure_order.append(index)
                 except BaseException as err:
                     failures[index] = err
-                    if _stops_run(err):
+                    if ends_run(err):
                         interrupts.append(err)
                     else:  # a tool's own CancelledError or BaseException: that call failed
                         failure_order.append(index)
