@@ -1188,19 +1188,7 @@ class _Run:
     def answer_unanswered_calls(self) -> None:
         """Gives every tool call an earlier run left without a result (a ``turn_limit`` stop)
         an error row, so the transcript stays one providers accept."""
-        messages = self.session.messages
-        position = _last_call_message(messages, 0)
-        if position is None:
-            return
-        answered = {message.tool_call_id for message in messages[position + 1 :]}
-        for call in messages[position].tool_calls:
-            if call.id not in answered:
-                info = ErrorInfo(
-                    message="Tool call was not run: the previous run stopped at its limit",
-                    code=NOT_DISPATCHED,
-                )
-                messages.append(tool_message(call, None, info))
-                answered.add(call.id)
+        self._answer_last_calls(0, "Tool call was not run: the previous run stopped at its limit")
 
     def answer_stopped_calls(self) -> None:
         """Answers the calls of the run's last assistant message that have no row yet (the run
@@ -1208,22 +1196,25 @@ class _Run:
         artifact loop's tool-round limit) with ``tool_call_not_dispatched`` rows: none of them
         ran, and the transcript stays one providers accept. Calls waiting for approval keep
         waiting."""
-        if self.session.suspension is not None:
-            return
+        if self.session.suspension is None:
+            self._answer_last_calls(
+                0 if self.resume is not None else self.first_message,
+                "Tool call was not run because the run failed before its tool round",
+            )
+
+    def _answer_last_calls(self, start: int, text: str) -> None:
+        """A ``tool_call_not_dispatched`` row for each call of the last message that asked for
+        calls (at ``start`` or later) without a row after it."""
         messages = self.session.messages
-        position = _last_call_message(
-            messages, 0 if self.resume is not None else self.first_message
-        )
+        position = _last_call_message(messages, start)
         if position is None:
             return
         answered = {message.tool_call_id for message in messages[position + 1 :]}
         for call in messages[position].tool_calls:
             if call.id not in answered:
-                info = ErrorInfo(
-                    message="Tool call was not run because the run failed before its tool round",
-                    code=NOT_DISPATCHED,
+                messages.append(
+                    tool_message(call, None, ErrorInfo(message=text, code=NOT_DISPATCHED))
                 )
-                messages.append(tool_message(call, None, info))
                 answered.add(call.id)
 
     def turn_query(self) -> str:
