@@ -481,3 +481,12 @@ def test_export_strict_is_refused_for_formats_without_it(
     status, out, err = run_cli_both(capsys, "export", "@examples", "-f", "anthropic", "--strict")
     assert (status, out) == (2, "")
     assert err == "prism-tools export: strict mode applies to the OpenAI formats, not 'anthropic'\n"
+
+
+def test_terminal_text_keeps_spaces_and_joiners_and_escapes_the_rest() -> None:
+    from prism_tools.cli import _terminal
+
+    persian = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"  # with a zero-width non-joiner
+    for readable in ("10\xa0km", "東京\u3000タワー", "👩\u200d💻 dev", persian, "été"):
+        assert _terminal(readable) == readable
+    assert _terminal("a\u202eb\x1bc\u2028d") == "a\\u202eb\\x1bc\\u2028d"

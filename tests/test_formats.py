@@ -1170,3 +1170,11 @@ def test_what_takes_a_list_of_tools_refuses_anything_else_naming_it(export: Any)
             export(wrong)
     # A registry is a collection of tools too: the same answer as its list.
     assert export(create_tool_registry([tool])) == export([tool])
+
+
+def test_a_catalog_too_deep_to_read_its_wide_integers_exactly_is_refused_not_rounded() -> None:
+    deep = "[" * 1020 + "]" * 1020  # orjson reads it, Python cannot; in a key no entry reads
+    entry = f'{{"name": "a", "parameters": {{"maximum": {10**26 + 7}}}}}'
+    text = f'{{"nextCursor": {deep}, "tools": [{entry}]}}'
+    with pytest.raises(CatalogFormatError, match="nested too deeply to read its wide integers"):
+        load_catalog(text.encode())

@@ -1726,3 +1726,103 @@ def test_random_type_trees_give_valid_schemas_and_values_survive_conversion(
             arguments[name],
             received[name],
         )
+
+
+# --- second pass over this round's changes -----------------------------------------------------
+
+
+def test_a_union_over_definitions_that_share_others_is_typed_once_per_definition() -> None:
+    from pydantic import RootModel
+    from typing_extensions import TypeAliasType
+
+    first: Any = TypeAliasType("A0", int)
+    second: Any = TypeAliasType("B0", str)
+    for level in range(1, 26):  # every level refers twice to the one below: 2**25 paths
+        first, second = (
+            TypeAliasType(f"A{level}", first | second),
+            TypeAliasType(f"B{level}", first | second | None),
+        )
+
+    class Root(RootModel[first]):  # type: ignore[misc,valid-type]
+        pass
+
+    def pick(x: Root | float) -> str:
+        return repr(x)
+
+    built = tool_from_function(pick)  # built at once (the schema guard refuses such a schema)
+    members = built.parameters["properties"]["x"]["anyOf"]  # type: ignore[index]
+    assert {"type": "number"} in members
+
+
+def test_a_pattern_inside_a_pydantic_model_is_checked_when_the_tool_is_built() -> None:
+    from pydantic import BaseModel, ConfigDict, Field
+
+    class Order(BaseModel):
+        model_config = ConfigDict(regex_engine="python-re")
+        code: str = Field(pattern=r"^[A-Z]+\Z")
+
+    def place(order: Order) -> str:
+        return order.code
+
+    with pytest.raises(TypeError, match="is not a regular expression the schema validator"):
+        tool_from_function(place)
+
+
+def test_a_compiled_pattern_keeps_its_flags_inline() -> None:
+    from pydantic import Field
+
+    def lookup(code: Annotated[str, Field(pattern=re.compile(r"^abc-\d+$", re.IGNORECASE))]) -> str:
+        return code
+
+    built = tool_from_function(lookup)
+    assert built.parameters["properties"]["code"]["pattern"] == r"(?i)^abc-\d+$"  # type: ignore[index]
+    assert create_json_schema_tool_argument_validator()(built, {"code": "ABC-1"}) is None
+
+
+def test_a_flag_with_an_alias_for_all_bits_builds_on_its_own_bits() -> None:
+    class Access(enum.IntFlag):
+        R = 1
+        W = 2
+        ALL = -1
+
+    def chmod(mode: Access) -> int:
+        return int(mode)
+
+    schema = tool_from_function(chmod).parameters["properties"]["mode"]  # type: ignore[index]
+    assert schema == {"type": "integer", "minimum": 0, "maximum": 3}
+
+
+def test_a_default_no_schema_guard_takes_is_not_shown() -> None:
+    deep: Any = "x"
+    for _ in range(5000):
+        deep = [deep]
+
+    def f(a: str = "x\ud800", b: Any = deep, c: list[Any] = [[1]]) -> str:  # noqa: B006
+        return "ok"
+
+    built = tool_from_function(f)
+    properties = built.parameters["properties"]  # type: ignore[index]
+    assert "default" not in properties["a"]
+    assert "default" not in properties["b"]
+    assert properties["c"]["default"] == [[1]]
+    check_schema(built.parameters)
+
+
+def test_an_item_whose_hash_fails_its_own_way_is_an_argument_error() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Key:
+        name: str
+
+        def __hash__(self) -> int:
+            raise ValueError("no hash today")
+
+    ran: list[object] = []
+
+    def f(keys: frozenset[Key]) -> int:
+        ran.append(keys)
+        return len(keys)
+
+    built = tool_from_function(f)
+    with pytest.raises(ArgumentConversionError):
+        asyncio.run(built.execute({"keys": [{"name": "a"}]}, None))  # type: ignore[misc,arg-type]
+    assert ran == []

@@ -39,7 +39,9 @@ def dumps(value: Any) -> bytes:
 def dumps_exact(value: Any) -> bytes:
     """``dumps`` for documents whose numbers must be written as they are (exported catalogs):
     orjson refuses an integer beyond 64 bits, so a value holding one is written by Python's
-    ``json`` instead, every digit kept. Raises ``ValueError`` for what JSON cannot hold."""
+    ``json`` instead, every digit kept. Raises ``ValueError`` for what JSON cannot hold, except
+    NaN and the infinities, which orjson writes as ``null`` (callers that must not lose them
+    look for them, as the provider payloads do)."""
     try:
         return orjson.dumps(value)
     except JSONEncodeError:
@@ -214,7 +216,9 @@ def loads_exact(data: bytes) -> Any:
     try:
         return json.loads(data)
     except RecursionError:
-        return value  # deeper than Python's reader goes: callers refuse that nesting anyway
+        pass  # raised below, so the error does not keep the deep traceback as its context
+    # Deeper than Python's reader goes: refused, never handed over with its digits rounded.
+    raise JSONDecodeError("nested too deeply to read its wide integers exactly", "", 0)
 
 
 def loads_stored(text: bytes | str) -> Any:

@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import importlib.util
 import sys
+import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO, cast
@@ -160,13 +161,23 @@ def _progress_printer(err: TextIO) -> Callable[[int, int], None] | None:
     return report
 
 
+_JOINERS = frozenset("\u200c\u200d")  # zero-width non-joiner and joiner
+
+
 def _terminal(text: str) -> str:
     """Text from a catalog as a terminal should get it: control and format characters (escape
     sequences, line breaks, bidirectional overrides) written as their escapes, so a catalog
     cannot clear the screen, retitle the window or fake a line of this command's output."""
     if text.isprintable():
         return text
-    return "".join(char if char.isprintable() else ascii(char)[1:-1] for char in text)
+    return "".join(char if _shown(char) else ascii(char)[1:-1] for char in text)
+
+
+def _shown(char: str) -> bool:
+    """Whether a character goes to the terminal as it is: printable ones, spaces of every
+    width, and the joiners of emoji and of scripts such as Persian; not controls, bidirectional
+    overrides, other invisible format characters or line separators."""
+    return char.isprintable() or unicodedata.category(char) == "Zs" or char in _JOINERS
 
 
 def _argument_text(text: str) -> str:

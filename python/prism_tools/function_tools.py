@@ -32,7 +32,7 @@ import types
 import typing
 import uuid
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import PurePath
 from typing import Annotated, Any, Literal, NotRequired, Required, TypeAlias, overload
 
@@ -288,22 +288,33 @@ class _NotJSON(Exception):
     pass
 
 
-def _to_json(value: object) -> JSONValue:
-    """``value`` as plain JSON for a schema ``default``; ``_NotJSON`` when it has no such form."""
+# Nesting a default may have and still be shown: well within the schema guard's depth limit.
+_MAX_DEFAULT_DEPTH = 16
+
+
+def _to_json(value: object, depth: int = 0) -> JSONValue:
+    """``value`` as plain JSON for a schema ``default``; ``_NotJSON`` when it has no such form,
+    or none a schema guard takes (a lone surrogate, deep nesting)."""
+    if depth > _MAX_DEFAULT_DEPTH:
+        raise _NotJSON
     if isinstance(value, enum.Enum):
-        return _to_json(value.value)
-    if value is None or isinstance(value, bool | str):
+        return _to_json(value.value, depth)
+    if isinstance(value, str):
+        if _json.holds_lone_surrogate(value):
+            raise _NotJSON
+        return value
+    if value is None or isinstance(value, bool):
         return value
     if isinstance(value, int | float):
         if not _fits_json_number(value):
             raise _NotJSON
         return value
     if isinstance(value, list | tuple):
-        return [_to_json(item) for item in value]
+        return [_to_json(item, depth + 1) for item in value]
     if isinstance(value, dict):
-        if not all(isinstance(key, str) for key in value):
+        if not all(isinstance(key, str) and not _json.holds_lone_surrogate(key) for key in value):
             raise _NotJSON
-        return {key: _to_json(item) for key, item in value.items()}
+        return {key: _to_json(item, depth + 1) for key, item in value.items()}
     if isinstance(value, dt.date | dt.time):
         return value.isoformat()
     if isinstance(value, uuid.UUID | PurePath):
@@ -483,7 +494,7 @@ def _unique_set(item: Convert, build: Callable[[Mapping[object, int]], object]) 
         for position, element in enumerate(items):
             try:
                 first = first_at.setdefault(element, position)
-            except TypeError:
+            except Exception:  # unhashable, or a __hash__ / __eq__ of the item's own that fails
                 err = _Mismatch(
                     f"a set cannot hold this item ({_json_kind(element)}: not hashable in Python)"
                 )
@@ -662,6 +673,39 @@ def _hints(
         raise _Unsupported(f"cannot resolve the type hints of {label}: {err}") from None
 
 
+# Keywords whose value maps names (not keywords) to schemas.
+_NAMED_SCHEMAS = frozenset(("properties", "patternProperties", "$defs", "definitions"))
+
+
+def _schema_patterns(schema: JSONValue, named: bool = False) -> Iterator[str]:
+    """Every ``pattern`` keyword's text in a schema (not a property that is called pattern)."""
+    if isinstance(schema, dict):
+        for key, item in schema.items():
+            if key == "pattern" and not named and isinstance(item, str):
+                yield item
+            else:
+                yield from _schema_patterns(item, key in _NAMED_SCHEMAS and not named)
+    elif isinstance(schema, list):
+        for item in schema:
+            yield from _schema_patterns(item)
+
+
+_INLINE_FLAGS = ((re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re.DOTALL, "s"))
+
+
+def _inline_flags(pattern: re.Pattern[Any]) -> str:
+    """A compiled pattern as text a schema can hold: its flags written inline (``(?i)...``),
+    since a ``pattern`` keyword has no flags of its own."""
+    flags = pattern.flags & ~re.UNICODE  # every str pattern has it: the schema's default
+    letters = "".join(letter for flag, letter in _INLINE_FLAGS if flags & flag)
+    if flags & ~(re.IGNORECASE | re.MULTILINE | re.DOTALL):
+        raise _Unsupported(
+            f"pattern {pattern.pattern!r} has flags a schema pattern cannot hold inline"
+        )
+    text = pattern.pattern
+    return f"(?{letters}){text}" if letters else text
+
+
 def _never_hashable(tp: object) -> bool:
     """Whether every value converted to ``tp`` is unhashable, so no set can hold one."""
     origin = typing.get_origin(tp)
@@ -692,6 +736,8 @@ class _Builder:
         self.names: dict[object, str] = {}
         self.converters: dict[object, Convert] = {}
         self.aliases: set[int] = set()
+        # The JSON types of each definition, worked out once (see _json_types).
+        self.ref_types: dict[str, frozenset[str]] = {}
 
     # -- helpers
 
@@ -779,7 +825,7 @@ class _Builder:
     @staticmethod
     def _pattern(schema: Schema, pattern: object) -> None:
         if isinstance(pattern, re.Pattern):
-            pattern = pattern.pattern
+            pattern = _inline_flags(pattern)
         if not isinstance(pattern, str):
             return
         # The validator's regex engine is not Python's re: refuse now what it would refuse at
@@ -867,7 +913,13 @@ class _Builder:
             return frozenset(_json_kind(value) for value in values)
         ref = schema.get("$ref")
         if isinstance(ref, str) and ref.startswith("#/$defs/") and ref not in seen:
-            return self._json_types(self.defs.get(ref[len("#/$defs/") :]), seen | {ref})
+            # Each definition once: definitions that share others would otherwise be walked
+            # once per path to them, which doubles with every level.
+            known = self.ref_types.get(ref)
+            if known is None:
+                known = self._json_types(self.defs.get(ref[len("#/$defs/") :]), seen | {ref})
+                self.ref_types[ref] = known
+            return known
         for keyword in ("anyOf", "oneOf"):
             members = schema.get(keyword)
             if isinstance(members, list):
@@ -1034,10 +1086,10 @@ class _Builder:
         # Flags combine: the schema takes every integer up to all bits set (a list of the
         # single bits would refuse R|W), and the conversion refuses bits no member has.
         mask = 0
-        for name, member in tp.__members__.items():
+        for member in tp:  # its canonical bits: aliases such as ALL = -1 are combinations
             if not isinstance(member.value, int) or member.value < 0:
                 raise _Unsupported(
-                    f"{_type_name(tp)}.{name} is not a non-negative integer flag value"
+                    f"{_type_name(tp)}.{member.name} is not a non-negative integer flag value"
                 )
             mask |= member.value
         if not mask:
@@ -1173,6 +1225,9 @@ class _Builder:
                 f"the schema pydantic gives {_type_name(tp)} holds a number at {bad_number_at} "
                 f"that {_NOT_A_SCHEMA_NUMBER}"
             )
+        for pattern in _schema_patterns(raw):
+            # pydantic may run a pattern on Python's engine; the validator's may refuse it.
+            self._pattern({}, pattern)
         incoming: Schema = raw.pop("$defs", {})
         renamed: dict[str, str] = {}
         for key, definition in incoming.items():
