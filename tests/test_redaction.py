@@ -26,7 +26,7 @@ from prism_tools import (
     create_secret_redactor,
     redact_run_ledger_record,
 )
-from prism_tools.redaction import redact_json_text, secret_spellings
+from prism_tools.redaction import instance_attributes, redact_json_text, secret_spellings
 from prism_tools.types import to_plain as types_to_plain
 
 SECRET = "sk-live-4f2c9d"
@@ -641,7 +641,7 @@ def test_what_the_json_writer_would_write_of_a_value_holds_no_secret(value: Any)
     """The scan, the walk and the writer read a value the same way: a secret the writer would
     put in an event or row never stays, and redacting never raises."""
     assert SECRET in _json.dumps_lenient(value).decode() + repr(value) + str(
-        _json.instance_attributes(value) if dataclasses.is_dataclass(value) else ""
+        instance_attributes(value) if dataclasses.is_dataclass(value) else ""
     )
     redactor = create_secret_redactor([SECRET])
     out = redactor.redact(value)
@@ -649,7 +649,7 @@ def test_what_the_json_writer_would_write_of_a_value_holds_no_secret(value: Any)
     assert SECRET not in written
     assert SECRET not in repr(out)
     if dataclasses.is_dataclass(out):
-        assert SECRET not in repr(_json.instance_attributes(out))
+        assert SECRET not in repr(instance_attributes(out))
     assert REPLACEMENT in written + repr(out)
 
 

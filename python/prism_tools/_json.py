@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -83,17 +82,6 @@ def dumps_for_scan(value: Any) -> bytes:
     would double the scan of every event and row.
     """
     return orjson.dumps(value, default=_fallback, option=orjson.OPT_NON_STR_KEYS)
-
-
-def instance_attributes(value: Any) -> dict[str, Any]:
-    """Every attribute a dataclass instance holds: its fields, then what its ``__dict__`` holds
-    besides (a ``__post_init__`` may set more)."""
-    attributes = {
-        field.name: getattr(value, field.name, None) for field in dataclasses.fields(value)
-    }
-    for name, item in getattr(value, "__dict__", {}).items():
-        attributes.setdefault(name, item)
-    return attributes
 
 
 def text_of(value: Any) -> str:

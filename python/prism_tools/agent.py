@@ -843,43 +843,35 @@ class Session:
             calls.append(stored)
         return tuple(calls)
 
-    async def _emit(self, event: AgentEvent) -> None:
+    async def _emit(self, event: AgentEvent, until: float | None = None) -> None:
+        """Hands ``event`` to every subscriber; one that raises is logged and skipped. With
+        ``until`` (event-loop time; for the events sent outside the run's wall-time timeout) an
+        async subscriber still waiting then is cancelled, logged and skipped."""
         for subscriber in tuple(self._subscribers):
             try:
                 outcome = subscriber(event)
-                if inspect.isawaitable(outcome):
+                if not inspect.isawaitable(outcome):
+                    continue
+                if until is None:
                     await outcome
+                    continue
+                bound = asyncio.timeout_at(until)
+                try:
+                    async with bound:
+                        await outcome
+                except TimeoutError:
+                    if not bound.expired():
+                        raise
+                    logger.warning(
+                        "event subscriber on %s cut off: the run's wall time is used up",
+                        event.type,
+                    )
             except Exception:  # a subscriber never breaks the run
                 logger.exception("event subscriber failed on %s", event.type)
             except asyncio.CancelledError as err:
                 if _stops_run(err):
                     raise  # the run itself is being cancelled
                 # A cancellation of the subscriber's own making is its failure, nothing more.
-                logger.exception("event subscriber failed on %s", event.type)
-
-    async def _emit_until(self, event: AgentEvent, until: float) -> None:
-        """``_emit`` for the events sent outside the run's wall-time timeout: an async subscriber
-        still waiting at ``until`` (event-loop time) is cancelled, logged and skipped."""
-        for subscriber in tuple(self._subscribers):
-            try:
-                outcome = subscriber(event)
-                if inspect.isawaitable(outcome):
-                    bound = asyncio.timeout_at(until)
-                    try:
-                        async with bound:
-                            await outcome
-                    except TimeoutError:
-                        if not bound.expired():
-                            raise
-                        logger.warning(
-                            "event subscriber on %s cut off: the run's wall time is used up",
-                            event.type,
-                        )
-            except Exception:  # a subscriber never breaks the run
-                logger.exception("event subscriber failed on %s", event.type)
-            except asyncio.CancelledError as err:
-                if _stops_run(err):
-                    raise
                 logger.exception("event subscriber failed on %s", event.type)
 
 
@@ -1006,10 +998,7 @@ class _Run:
         """Emits the queued ``run_limit_exceeded`` events (``until``: see ``closing_deadline``)."""
         events, self.pending_events = self.pending_events, []
         for event in events:
-            if until is None:
-                await self.session._emit(event)
-            else:
-                await self.session._emit_until(event, until)
+            await self.session._emit(event, until)
 
     def closing_deadline(self) -> float:
         """Until when the closing events may wait on async subscribers: the rest of the wall
@@ -1020,7 +1009,7 @@ class _Run:
 
     async def emit_closing(self, kind: str, until: float, **data: JSONValue) -> None:
         if self.session._subscribers:
-            await self.session._emit_until(self._event(kind, **data), until)
+            await self.session._emit(self._event(kind, **data), until)
 
     # -- the run ----------------------------------------------------------------------------------
 

@@ -159,10 +159,6 @@ def _kind(value: object) -> str:
     return type(value).__name__
 
 
-def _escape(token: str) -> str:
-    return token.replace("~", "~0").replace("/", "~1")
-
-
 def _copy_json(value: Any, pointer: str, depth: int = 0) -> JSONValue:
     """A fresh copy of plain JSON data (so loaded tools never alias the caller's document);
     anything JSON cannot hold is a problem naming where it sits."""
@@ -187,7 +183,7 @@ def _copy_json(value: Any, pointer: str, depth: int = 0) -> JSONValue:
                 raise _Problem(f"non-string key {key!r} at {pointer or '/'}")
             if _json.holds_lone_surrogate(key):
                 raise _Problem(f"a key holding a lone surrogate at {pointer or '/'}")
-            out[key] = _copy_json(item, f"{pointer}/{_escape(key)}", depth + 1)
+            out[key] = _copy_json(item, f"{pointer}/{_json.pointer_token(key)}", depth + 1)
         return out
     if isinstance(value, list | tuple):
         items: list[JSONValue] = []
@@ -968,7 +964,9 @@ class _Strict:
             raise _StrictFail(pointer, f"a {_kind(schema)} schema cannot be made strict")
         for key in schema:
             if key in STRICT_UNSUPPORTED:
-                raise _StrictFail(f"{pointer}/{_escape(key)}", f"{key!r} is not supported")
+                raise _StrictFail(
+                    f"{pointer}/{_json.pointer_token(key)}", f"{key!r} is not supported"
+                )
         ref = schema.get("$ref")
         if ref is not None:
             if not isinstance(ref, str):
@@ -989,7 +987,7 @@ class _Strict:
                     raise _StrictFail(f"{pointer}/{key}", f"{key!r} must be an object")
                 out[key] = {
                     def_name: self.convert(
-                        sub, f"{pointer}/{key}/{_escape(def_name)}", inlining, depth + 1
+                        sub, f"{pointer}/{key}/{_json.pointer_token(def_name)}", inlining, depth + 1
                     )
                     for def_name, sub in defs.items()
                 }
@@ -1053,7 +1051,7 @@ class _Strict:
                 )
         converted: dict[str, JSONValue] = {}
         for prop, sub in properties.items():
-            where = f"{pointer}/properties/{_escape(prop)}"
+            where = f"{pointer}/properties/{_json.pointer_token(prop)}"
             strict_sub = self.convert(sub, where, inlining, depth + 1)
             converted[prop] = strict_sub if prop in required else _nullable(strict_sub)
         out["properties"] = converted

@@ -84,7 +84,7 @@ class _Unsupported(Exception):
 
 
 def _json_pointer(parts: list[str]) -> str:
-    return "/" + "/".join(part.replace("~", "~0").replace("/", "~1") for part in reversed(parts))
+    return "/" + "/".join(_json.pointer_token(part) for part in reversed(parts))
 
 
 def _type_name(tp: object) -> str:

@@ -48,6 +48,17 @@ MAX_DEPTH_MARKER = _json.MAX_DEPTH_MARKER
 CIRCULAR_MARKER = _json.CIRCULAR_MARKER
 
 
+def instance_attributes(value: Any) -> dict[str, Any]:
+    """Every attribute a dataclass instance holds: its fields, then what its ``__dict__`` holds
+    besides (a ``__post_init__`` may set more)."""
+    attributes = {
+        field.name: getattr(value, field.name, None) for field in dataclasses.fields(value)
+    }
+    for name, item in getattr(value, "__dict__", {}).items():
+        attributes.setdefault(name, item)
+    return attributes
+
+
 # Modules whose value types (records, events, results) the walk rebuilds field by field.
 _OWN_TYPES = ("prism_tools.",)
 
@@ -181,16 +192,19 @@ class SecretRedactor:
         if kind is dict or kind is list:
             return self._walk_builtin(value, depth, ancestors)
         if kind is tuple:
-            items = [self._walk(item, depth, ancestors) for item in value]
-            return value if all(a is b for a, b in zip(items, value, strict=True)) else tuple(items)
+            items = self._walked_items(value, depth, ancestors)
+            return value if items is None else tuple(items)
         if kind is set or kind is frozenset:
             return kind(self._walk(item, depth, ancestors) for item in value)
         if isinstance(value, type):
             return self._walk_opaque(value)
-        # A host's own kind of value: read as the JSON writer reads it, and checked again.
-        redacted = self._walk_object(value, depth, ancestors)
-        if redacted is value or kind.__module__.startswith(_OWN_TYPES):
-            return redacted  # the harness's own types are rebuilt exactly: no second look
+        # A host's own kind of value: read as the JSON writer reads it, and checked again. The
+        # harness's own types are dataclasses whose to_dict() writes their fields: they are
+        # rebuilt field by field instead, exactly, and need no second look.
+        own = kind.__module__.startswith(_OWN_TYPES)
+        redacted = self._walk_object(value, depth, ancestors, read_to_dict=not own)
+        if redacted is value or own:
+            return redacted
         if self._scan(redacted) is False:
             return redacted  # (a scan that cannot decide counts as a secret still there)
         # Rebuilt, it still shows a secret (a __post_init__ that derives one, a repr of its
@@ -200,14 +214,20 @@ class SecretRedactor:
     def _walk_builtin(self, value: Any, depth: int, ancestors: set[int]) -> Any:
         if isinstance(value, Mapping):
             return self._walk_mapping(value, depth, ancestors)
-        items = [self._walk(item, depth, ancestors) for item in value]
-        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+        items = self._walked_items(value, depth, ancestors)
+        return value if items is None else items
 
-    def _walk_object(self, value: Any, depth: int, ancestors: set[int]) -> Any:
-        # The writer's order: to_dict() first, whatever else the value is (the harness's own
-        # types are dataclasses whose to_dict() writes their fields: they are rebuilt instead).
-        to_dict = getattr(value, "to_dict", None)
-        if callable(to_dict) and not type(value).__module__.startswith(_OWN_TYPES):
+    def _walked_items(self, value: Any, depth: int, ancestors: set[int]) -> list[Any] | None:
+        """The walked items of a sequence or set, or None when none of them changed."""
+        members = list(value)
+        items = [self._walk(item, depth, ancestors) for item in members]
+        return None if all(a is b for a, b in zip(items, members, strict=True)) else items
+
+    def _walk_object(
+        self, value: Any, depth: int, ancestors: set[int], *, read_to_dict: bool
+    ) -> Any:
+        to_dict = getattr(value, "to_dict", None) if read_to_dict else None
+        if callable(to_dict):  # the writer's order: to_dict() first, whatever else the value is
             try:
                 written = to_dict()
             except Exception:
@@ -224,8 +244,8 @@ class SecretRedactor:
         if isinstance(value, Mapping | list):
             return self._walk_builtin(value, depth, ancestors)
         if isinstance(value, tuple):
-            items = [self._walk(item, depth, ancestors) for item in value]
-            if all(a is b for a, b in zip(items, value, strict=True)):
+            items = self._walked_items(value, depth, ancestors)
+            if items is None:
                 return value
             make = getattr(value, "_make", None)  # a named tuple keeps its kind
             try:
@@ -233,9 +253,8 @@ class SecretRedactor:
             except Exception:
                 return tuple(items)
         if isinstance(value, set | frozenset):
-            members = list(value)
-            walked = [self._walk(item, depth, ancestors) for item in members]
-            if all(a is b for a, b in zip(walked, members, strict=True)):
+            walked = self._walked_items(value, depth, ancestors)
+            if walked is None:
                 return value
             # A subclass's constructor may not take an iterable of items: the base kind does.
             return (frozenset if isinstance(value, frozenset) else set)(walked)
@@ -264,7 +283,7 @@ class SecretRedactor:
         return out if changed else value
 
     def _walk_dataclass(self, value: Any, depth: int, ancestors: set[int]) -> Any:
-        attributes = _json.instance_attributes(value)
+        attributes = instance_attributes(value)
         redacted = {name: self._walk(item, depth, ancestors) for name, item in attributes.items()}
         if all(redacted[name] is item for name, item in attributes.items()):
             return value
