@@ -1065,13 +1065,19 @@ async def test_concurrent_resumes_of_one_checkpoint_run_the_round_once(
     ]
 
 
-async def test_a_stale_session_cannot_overwrite_decisions_kept_in_the_checkpoint(
-    store: CheckpointStore,
-) -> None:
+async def suspended_with_two_calls(store: CheckpointStore) -> tuple[Any, Recorder]:
+    """An agent whose session ``s-1`` is suspended on calls c1 and c2, saved in ``store``."""
     echo = Recorder()
     round_of_two = calling(call("c1"), call("c2", text="two"))
     agent = build_agent(ScriptedProvider([round_of_two, answer()]), echo, checkpoints=store)
     await agent.session("s-1").run("hi")
+    return agent, echo
+
+
+async def test_a_stale_session_cannot_overwrite_decisions_kept_in_the_checkpoint(
+    store: CheckpointStore,
+) -> None:
+    agent, echo = await suspended_with_two_calls(store)
     first, second = agent.resume_session("s-1"), agent.resume_session("s-1")
 
     assert (await first.resume({"c1": "approve"})).status == "suspended"
@@ -1264,10 +1270,7 @@ async def test_a_state_rewritten_by_another_json_writer_still_resumes_once(
 async def test_a_state_changed_after_restore_cannot_change_what_the_resume_expects(
     store: CheckpointStore,
 ) -> None:
-    echo = Recorder()
-    round_of_two = calling(call("c1"), call("c2", text="two"))
-    agent = build_agent(ScriptedProvider([round_of_two, answer()]), echo, checkpoints=store)
-    await agent.session("s-1").run("hi")
+    agent, echo = await suspended_with_two_calls(store)
     loaded = store.load("s-1")
     assert loaded is not None
     first, stale = agent.session(state=loaded), agent.session(state=loaded)

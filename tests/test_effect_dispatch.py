@@ -359,14 +359,14 @@ async def test_a_clean_durable_call_writes_its_claim_three_times_and_never_reads
     assert (record.status, record.version) == ("completed", 3)
 
 
-def stored_key() -> ToolEffectKey:
-    """The key ``send`` claims for call ``c1``."""
+def stored_key(call_id: str = "c1") -> ToolEffectKey:
+    """The key ``send`` claims for ``call_id``."""
     return ToolEffectKey.derive(
         IDENTITY,
         None,
         session_id="s1",
         run_id="r1",
-        tool_call_id="c1",
+        tool_call_id=call_id,
         tool_name="send_email",
         arguments={"to": "a@b.c"},
     )
@@ -643,21 +643,23 @@ async def test_a_call_cancelled_while_its_claim_is_written_is_closed_and_not_lef
     assert record.claim_token is None  # no claim left held until its expiry
 
 
+SECRET_ID = "call_hunter2_1"  # a call id a secret ("hunter2") matches
+
+
+async def send_with_secret_id(body: Counter, store: InMemoryToolEffectStore) -> ToolResult:
+    return await send(
+        tool(body, REQUIRED), effect_store=store, call_id=SECRET_ID, secrets=["hunter2"]
+    )
+
+
 async def test_a_redactor_that_matches_the_call_id_never_turns_a_success_unknown() -> None:
     body = Counter()
     store = InMemoryToolEffectStore()
-    secret_id = "call_hunter2_1"
-    result = await send(
-        tool(body, REQUIRED), effect_store=store, call_id=secret_id, secrets=["hunter2"]
-    )
+    result = await send_with_secret_id(body, store)
     assert result.error is None
     assert result.value == "sent"
     assert result.tool_call_id == "call_[REDACTED]_1"  # what leaves dispatch is redacted
-    key = ToolEffectKey.derive(
-        IDENTITY, None, session_id="s1", run_id="r1", tool_call_id=secret_id,
-        tool_name="send_email", arguments={"to": "a@b.c"},
-    )  # fmt: skip
-    record = await store.get(key)
+    record = await store.get(stored_key(SECRET_ID))
     assert record is not None
     assert record.status == "completed"
     assert body.runs == 1
@@ -737,13 +739,8 @@ async def test_a_call_cancelled_in_its_before_execute_hook_releases_its_claim() 
 async def test_a_replayed_duplicate_is_redacted_as_the_first_delivery_was() -> None:
     body = Counter()
     store = InMemoryToolEffectStore()
-    secret_id = "call_hunter2_1"
-    first = await send(
-        tool(body, REQUIRED), effect_store=store, call_id=secret_id, secrets=["hunter2"]
-    )
-    again = await send(
-        tool(body, REQUIRED), effect_store=store, call_id=secret_id, secrets=["hunter2"]
-    )
+    first = await send_with_secret_id(body, store)
+    again = await send_with_secret_id(body, store)
     assert body.runs == 1
     assert again == first
     assert "hunter2" not in again.tool_call_id
