@@ -8,7 +8,7 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyFrozenSet, PyString};
+use pyo3::types::{PyBytes, PyDict, PyFrozenSet, PyList, PyString};
 
 use crate::errors::CoreError;
 use crate::filter::{FilterSpec, ToolFilter};
@@ -165,16 +165,48 @@ impl PyRegistry {
         })
     }
 
-    /// Adds or replaces `name`; returns `(slot, replaced)`.
-    fn insert(&self, name: &Bound<'_, PyString>) -> PyResult<(u32, bool)> {
-        let name = name_text(name).ok_or(CoreError::InvalidName {
+    /// Adds or replaces `name`, and puts `tool` in its slot of `tools` (the facade's
+    /// definitions, one per slot); returns `(slot, replaced)`. Both change in this one call:
+    /// Python runs no other code in between (not even a signal handler), so an interrupted
+    /// registration can never leave a name without its tool or a tool in another's slot.
+    fn insert(
+        &self,
+        name: &Bound<'_, PyString>,
+        tool: &Bound<'_, PyAny>,
+        tools: &Bound<'_, PyList>,
+    ) -> PyResult<(u32, bool)> {
+        let text = name_text(name).ok_or(CoreError::InvalidName {
             reason: LONE_SURROGATE_NAME,
         })?;
-        let insertion = self.write()?.insert(name)?;
-        Ok((
-            insertion.slot(),
-            matches!(insertion, crate::registry::Insertion::Replaced(_)),
-        ))
+        let mut registry = self.write()?;
+        if tools.len() != registry.len() {
+            return Err(PyRuntimeError::new_err(
+                "the tool list does not match the name table",
+            ));
+        }
+        // Made room for first: appending is the one step here that can fail (memory), and it
+        // fails before the name table changes.
+        tools.append(tool)?;
+        let insertion = match registry.insert(text) {
+            Ok(insertion) => insertion,
+            Err(err) => {
+                tools.del_item(tools.len() - 1)?;
+                return Err(err.into());
+            }
+        };
+        let slot = insertion.slot();
+        let replaced = matches!(insertion, crate::registry::Insertion::Replaced(_));
+        // The replaced tool is held here until the lock is released: freeing it may run its
+        // code, which may look a tool up.
+        let mut previous = None;
+        if replaced {
+            tools.del_item(tools.len() - 1)?;
+            previous = Some(tools.get_item(slot as usize)?);
+            tools.set_item(slot as usize, tool)?;
+        }
+        drop(registry);
+        drop(previous);
+        Ok((slot, replaced))
     }
 
     /// The slot of `name`, or None.

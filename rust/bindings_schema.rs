@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use ahash::AHashMap;
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{
@@ -46,8 +46,28 @@ const RAW_SCHEMA_SLACK: usize = 4;
 
 /// Why a Python value could not become JSON.
 enum Conversion {
-    TooDeep { path: String },
-    NotJson { path: String, what: String },
+    TooDeep {
+        path: String,
+    },
+    NotJson {
+        path: String,
+        what: String,
+    },
+    /// A mapping other than a dict lists its items by running Python code, which may change a
+    /// dict the walk is iterating (a change the `PyO3` dict iterator panics on): the walk starts
+    /// again over copies of every dict's items (`Walk::Copies`).
+    RunsPython,
+    /// What a mapping raised that is not an `Exception` (`KeyboardInterrupt`, `SystemExit`):
+    /// propagated, never read as a bad schema.
+    Interrupted(PyErr),
+}
+
+/// How `to_value` walks dicts: in place (no Python code runs during the walk), or over copies
+/// of their items when the schema holds another mapping, whose code could change them.
+#[derive(Clone, Copy)]
+enum Walk {
+    InPlace,
+    Copies,
 }
 
 fn guard_error(violation: &GuardViolation) -> PyErr {
@@ -65,6 +85,7 @@ fn to_value(
     depth: usize,
     max_depth: usize,
     path: &mut String,
+    walk: Walk,
 ) -> Result<Value, Conversion> {
     if let Ok(text) = object.cast::<PyString>() {
         return text
@@ -109,24 +130,38 @@ fn to_value(
         return Err(Conversion::TooDeep { path: path.clone() });
     }
     if let Ok(dict) = object.cast::<PyDict>() {
-        return object_value(dict.iter(), depth, max_depth, path);
-    }
-    if let Ok(mapping) = object.cast::<PyMapping>() {
-        // Another mapping (a read-only view, a host's own Mapping) reads as a dict would.
-        let pairs = mapping
-            .items()
-            .and_then(|items| items.extract::<Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>)>>())
-            .map_err(|_| Conversion::NotJson {
-                path: path.clone(),
-                what: format!("a {} whose items cannot be read", type_name(object)),
-            })?;
-        return object_value(pairs.into_iter(), depth, max_depth, path);
+        return match walk {
+            Walk::InPlace => object_value(dict.iter(), depth, max_depth, path, walk),
+            Walk::Copies => {
+                let pairs: Vec<_> = dict.iter().collect();
+                object_value(pairs.into_iter(), depth, max_depth, path, walk)
+            }
+        };
     }
     let base = path.len();
     let items: Vec<Bound<'_, PyAny>> = if let Ok(list) = object.cast::<PyList>() {
         list.iter().collect()
     } else if let Ok(tuple) = object.cast::<PyTuple>() {
         tuple.iter().collect()
+    } else if let Walk::InPlace = walk {
+        // Even the mapping check may run Python code (an abstract base class's hooks).
+        return Err(Conversion::RunsPython);
+    } else if let Ok(mapping) = object.cast::<PyMapping>() {
+        // Another mapping (a read-only view, a host's own Mapping) reads as a dict would.
+        let pairs = mapping
+            .items()
+            .and_then(|items| items.extract::<Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>)>>())
+            .map_err(|err| {
+                if err.is_instance_of::<PyException>(object.py()) {
+                    Conversion::NotJson {
+                        path: path.clone(),
+                        what: format!("a {} whose items cannot be read", type_name(object)),
+                    }
+                } else {
+                    Conversion::Interrupted(err)
+                }
+            })?;
+        return object_value(pairs.into_iter(), depth, max_depth, path, walk);
     } else {
         return Err(Conversion::NotJson {
             path: path.clone(),
@@ -137,7 +172,7 @@ fn to_value(
     for (index, item) in items.iter().enumerate() {
         path.push('/');
         path.push_str(&index.to_string());
-        array.push(to_value(item, depth + 1, max_depth, path)?);
+        array.push(to_value(item, depth + 1, max_depth, path, walk)?);
         path.truncate(base);
     }
     Ok(Value::Array(array))
@@ -149,6 +184,7 @@ fn object_value<'py>(
     depth: usize,
     max_depth: usize,
     path: &mut String,
+    walk: Walk,
 ) -> Result<Value, Conversion> {
     let base = path.len();
     let mut map = Map::new();
@@ -169,7 +205,7 @@ fn object_value<'py>(
         } else {
             path.push_str(key);
         }
-        let value = to_value(&item, depth + 1, max_depth, path)?;
+        let value = to_value(&item, depth + 1, max_depth, path, walk)?;
         path.truncate(base);
         map.insert(key.to_owned(), value);
     }
@@ -556,8 +592,22 @@ impl PySchemaValidator {
                 .map_err(|err| invalid_json_schema(err.to_string()))?
         } else {
             let mut path = String::new();
-            match to_value(schema, 0, CONVERSION_DEPTH, &mut path) {
+            let converted = match to_value(schema, 0, CONVERSION_DEPTH, &mut path, Walk::InPlace) {
+                Err(Conversion::RunsPython) => {
+                    path.clear();
+                    to_value(schema, 0, CONVERSION_DEPTH, &mut path, Walk::Copies)
+                }
+                other => other,
+            };
+            match converted {
                 Ok(value) => value,
+                Err(Conversion::Interrupted(err)) => return Err(err),
+                // Not returned by a walk over copies; read as a schema that changed meanwhile.
+                Err(Conversion::RunsPython) => {
+                    return Err(guard_error(&GuardViolation::InvalidSchema {
+                        reason: "the schema changed while it was read".into(),
+                    }));
+                }
                 Err(Conversion::TooDeep { path }) => {
                     return Err(guard_error(&GuardViolation::SchemaTooDeep {
                         limit: limits.max_schema_depth,

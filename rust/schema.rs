@@ -568,10 +568,8 @@ impl<F: Json> SchemaCache<F> {
                     state.hits += 1;
                     return Ok(entry);
                 }
-                found => {
-                    state.misses += 1;
-                    found.is_some()
-                }
+                // Counted as a miss once compiled: a schema the guards refuse is neither.
+                found => found.is_some(),
             }
         };
         let patterns = self
@@ -597,12 +595,14 @@ impl<F: Json> SchemaCache<F> {
             choices: built.choices,
             canonical: canonical.into(),
         });
-        if !collides {
-            // `push` hands back what it evicted; dropping a compiled validator takes a while, so
-            // it is dropped here, after the lock is released, not while other threads wait.
-            let evicted = self.lock().entries.push(key, Arc::clone(&entry));
-            drop(evicted);
-        }
+        // `push` hands back what it evicted; dropping a compiled validator takes a while, so it
+        // is dropped here, after the lock is released, not while other threads wait.
+        let evicted = {
+            let mut state = self.lock();
+            state.misses += 1;
+            (!collides).then(|| state.entries.push(key, Arc::clone(&entry)))
+        };
+        drop(evicted);
         Ok(entry)
     }
 

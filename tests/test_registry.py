@@ -122,7 +122,7 @@ def test_a_name_holding_a_lone_surrogate_is_refused_and_never_found() -> None:
         registry.register(tool("a\ud800"))
     # The core's name table refuses it too, whatever made the definition.
     with pytest.raises(ValueError, match="Invalid tool name: the name holds a lone surrogate"):
-        Registry().insert("a\ud800")
+        Registry().insert("a\ud800", tool("b"), [])
     assert registry.names() == ["a"]
     assert registry.get("a\ud800") is None
     assert "a\ud800" not in registry

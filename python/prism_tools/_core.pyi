@@ -75,8 +75,9 @@ class Registry:
     def __new__(cls, duplicate: str = "replace") -> Registry: ...
     @property
     def duplicate(self) -> str: ...
-    def insert(self, name: str) -> tuple[int, bool]:
-        """Add or replace ``name``; returns ``(slot, replaced)``."""
+    def insert(self, name: str, tool: object, tools: list[Any]) -> tuple[int, bool]:
+        """Add or replace ``name`` and put ``tool`` in its slot of ``tools``, in one step;
+        returns ``(slot, replaced)``."""
     def slot(self, name: str) -> int | None: ...
     def check_call(self, name: str, filter: ToolFilter | None, arguments: object) -> int:
         """Lookup, filter and argument shape: the slot, ``CHECK_UNKNOWN``, ``CHECK_DENIED``, or

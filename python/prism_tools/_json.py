@@ -16,6 +16,9 @@ JSONDecodeError = orjson.JSONDecodeError
 WRITER_MAX_DEPTH: Final = 254
 # The lenient writer stops a little before that, leaving room for the row or event around a value.
 LENIENT_MAX_DEPTH: Final = 200
+# ``json_ready`` keeps data this deep exactly: call arguments as deep as a provider adapter takes
+# them (256) inside a session state, and no deeper than Python can copy and compare it.
+READY_MAX_DEPTH: Final = 300
 # What stands in for a part cut off for being nested too deep, or for a container inside itself.
 MAX_DEPTH_MARKER: Final = "[MaxDepth]"
 CIRCULAR_MARKER: Final = "[Circular]"
@@ -69,6 +72,65 @@ def dumps_lenient(value: Any) -> bytes:
         return orjson.dumps(value, default=_fallback, option=orjson.OPT_NON_STR_KEYS)
     except (JSONEncodeError, RecursionError, TypeError, ValueError):
         return orjson.dumps(_plain(value, 0, set()), default=_fallback)
+
+
+def json_ready(value: Any) -> Any:
+    """``value`` as plain JSON data that reads back as it was written: what ``dumps_lenient``
+    makes of it, except that integers beyond 64 bits keep every digit, strings keep their lone
+    surrogates and nesting up to ``READY_MAX_DEPTH`` is kept (the stored state of a session, whose
+    call arguments must hash the same after a restore). Python's ``json`` writes
+    and reads all of these; NaN and the infinities become ``None``, as orjson writes them."""
+    try:
+        return orjson.loads(orjson.dumps(value, default=_fallback, option=orjson.OPT_NON_STR_KEYS))
+    except (JSONEncodeError, RecursionError, TypeError, ValueError):
+        pass  # a wide integer, a lone surrogate, deep nesting or an odd key: read below
+    try:
+        text = json.dumps(value, default=_fallback)
+        ready = json.loads(text, parse_constant=_non_finite)
+    except (RecursionError, TypeError, ValueError):
+        pass  # a cycle, a key Python's json refuses, or deeper than it goes
+    else:
+        if _nests_within(ready, READY_MAX_DEPTH):
+            return ready
+    return orjson.loads(dumps_lenient(value))
+
+
+def _nests_within(value: Any, limit: int) -> bool:
+    """Whether plain JSON data nests at most ``limit`` containers deep (read without
+    recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = item.values()
+        elif not isinstance(item, list):
+            continue
+        if depth >= limit:
+            return False
+        stack.extend((child, depth + 1) for child in item)
+    return True
+
+
+def fingerprint(value: Any) -> str:
+    """JSON text that is equal for values equal as JSON: keys sorted, a number by its value
+    (``1.0`` is ``1``, ``-0.0`` is ``0``, an integer with every digit), strings escaped to ASCII
+    (lone surrogates included). Raises ``TypeError`` for a value JSON cannot hold and
+    ``RecursionError`` when too deep."""
+    return json.dumps(_by_value(value), sort_keys=True, separators=(",", ":"))
+
+
+def _by_value(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(key): _by_value(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_by_value(item) for item in value]
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
+
+
+def _non_finite(_spelling: str) -> None:
+    return None
 
 
 def dumps_for_scan(value: Any) -> bytes:

@@ -11,6 +11,7 @@ needs it.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
@@ -43,6 +44,21 @@ def import_psycopg(component: str) -> Any:
     return psycopg
 
 
+# One lock per borrowed connection, shared by every component given it: a ledger and an effect
+# store on one connection, used from two threads, would otherwise interleave their statements,
+# transactions and pipelines on it (psycopg's pipeline mode is not thread-safe).
+_BORROWED_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
+_BORROWED_LOCKS_GUARD: Final = threading.Lock()
+
+
+def _borrowed_lock(conn: Any) -> threading.RLock:
+    with _BORROWED_LOCKS_GUARD:
+        lock = _BORROWED_LOCKS.get(conn)
+        if lock is None:
+            lock = _BORROWED_LOCKS[conn] = threading.RLock()
+        return lock
+
+
 class PostgresConnections:
     """One component's connections: owned (from a DSN), borrowed, or pooled."""
 
@@ -71,6 +87,7 @@ class PostgresConnections:
                     "committed on its own (psycopg.connect(..., autocommit=True))"
                 )
             self._conn = source
+            self._lock = _borrowed_lock(source)
         elif callable(getattr(source, "connection", None)):
             self._pool = cast("ConnectionPoolLike", source)
         else:

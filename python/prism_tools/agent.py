@@ -47,6 +47,7 @@ from prism_tools.artifacts import (
     failure_code,
     maybe_await,
     parse_candidate,
+    redacted_issues,
     repair_messages,
 )
 from prism_tools.checkpoints import CheckpointStore
@@ -529,14 +530,16 @@ class Session:
         }
         if self.suspension is not None:
             state["suspension"] = self.suspension.to_dict()
-        # Tool values may be anything (dates, sets, bytes): store what JSON can hold of them.
-        plain: dict[str, JSONValue] = _json.loads(_json.dumps_lenient(state))
+        # Tool values may be anything (dates, sets, bytes): store what JSON can hold of them,
+        # and call arguments exactly, so their approval hashes still match after a restore.
+        plain: dict[str, JSONValue] = _json.json_ready(state)
         return plain
 
     def restore(self, state: Mapping[str, Any] | str) -> None:
         """Loads a ``state``; a stored grant shrinks to the agent's tools as registered now."""
         data = _json.loads_stored(state) if isinstance(state, str) else state
-        if not isinstance(data, Mapping) or data.get("version") != STATE_VERSION:
+        version = data.get("version") if isinstance(data, Mapping) else None
+        if type(version) is not int or version != STATE_VERSION:
             raise ValueError(f"session state must be an object with version {STATE_VERSION}")
         messages = data.get("messages", [])
         if not isinstance(messages, list):
@@ -555,13 +558,19 @@ class Session:
             raise ValueError("session state 'activated' must be a list of tool names")
         raw_suspension = data.get("suspension")
         suspension = None if raw_suspension is None else Suspension.from_dict(raw_suspension)
+        # A copy: a host that later changes the mapping it passed cannot change what a resume
+        # expects the checkpoint store to hold.
+        try:
+            stored = copy.deepcopy(dict(data))
+        except RecursionError:
+            stored = None  # raised below, so the error does not keep the deep traceback
+        if stored is None:
+            raise ValueError("session state nests too deeply to be kept")
         self.messages = restored
         self.suspension = suspension
         self.grant = grant
         self.activation = ToolActivationState(activated)
-        # A copy: a host that later changes the mapping it passed cannot change what a resume
-        # expects the checkpoint store to hold.
-        self._stored = copy.deepcopy(dict(data))
+        self._stored = stored
 
     def clear_activated_tools(self) -> None:
         """Forgets every tool ``search_tools`` activated in this session."""
@@ -721,6 +730,12 @@ class Session:
                 allow_hidden_tool_calls=allow_hidden_tool_calls,
             ),
         )
+        # Read before the approvals are used up, as limits and loop are: a misspelled option
+        # must not cost the run its decisions.
+        if tools_disclosure is not None:
+            read_disclosure(tools_disclosure)
+        if tools_search is not None:
+            read_search_top_k(tools_search)
         if self._active:
             raise SessionBusyError("Agent session already has an active run")
         chosen = {**suspension.decided, **match_decisions(suspension.outstanding, decisions)}
@@ -1026,7 +1041,11 @@ class _Run:
                 self.scope = self.build_scope()
                 self.check_skills()
                 if self.resume is not None:
-                    finish_reason = await self.single_shot(await self.resume_round())
+                    rounds = await self.resume_round()
+                    # A round past a narrowed max_tool_rounds stops the run as it would have.
+                    finish_reason = (
+                        "turn_limit" if rounds is None else await self.single_shot(rounds)
+                    )
                 else:
                     if self.scope_options.tool_names is not None:
                         self.session.grant = self.scope.grant_names
@@ -1037,12 +1056,8 @@ class _Run:
                         finish_reason = await self.generate_validate_revise()
                     else:
                         finish_reason = await self.single_shot()
-                checkpoints = self.agent.checkpoints
-                if not self.pending and self.resume is not None and checkpoints is not None:
-                    checkpoints.delete(self.session.id)
         except TimeoutError as err:
-            if self.resume is not None and self.agent.checkpoints is not None:
-                self.agent.checkpoints.delete(self.session.id)  # the resumed run has ended
+            self.forget_checkpoint()
             if not deadline.expired():
                 # A TimeoutError from the provider or a hook is an ordinary failure.
                 return await self.failed(err)
@@ -1057,13 +1072,13 @@ class _Run:
                     return await self.failed(breach)
             return await self.failed(err)
         except Exception as err:
-            if self.resume is not None and self.agent.checkpoints is not None:
-                self.agent.checkpoints.delete(self.session.id)
+            self.forget_checkpoint()
             return await self.failed(err)
         if self.pending:
             # Outside the run's timeout, as the other closing events are: a slow subscriber of
             # run_suspended cannot turn a suspended run into a failed one.
             return await self.suspended()
+        self.forget_checkpoint()
         until = self.closing_deadline()
         await self.flush_events(until)
         result = RunResult(
@@ -1081,10 +1096,34 @@ class _Run:
         )
         return result
 
+    def forget_checkpoint(self) -> None:
+        """Removes the checkpoint of a resumed run that has ended. What it holds has no
+        approvals left (the resume used them up), so a store that fails to remove it is logged,
+        not raised: the run's own outcome stands."""
+        store = self.agent.checkpoints
+        if self.resume is None or store is None:
+            return
+        try:
+            store.delete(self.session.id)
+        except Exception as err:
+            # The error's type only: a store's message may quote what it holds.
+            logger.warning(
+                "could not remove the checkpoint of session %r after its resumed run: %s",
+                self.session.id,
+                type(err).__name__,
+            )
+
     async def suspended(self) -> RunResult:
         """Ends the run waiting for approvals: the session holds them (and the checkpoint store,
-        when the agent has one)."""
-        self.session._checkpoint_suspension()
+        when the agent has one). A store that fails to save them fails the run instead: nothing
+        waits, and the round's calls are answered as not run."""
+        try:
+            self.session._checkpoint_suspension()
+        except Exception as err:
+            self.session.suspension = None
+            self.pending = ()
+            self.forget_checkpoint()
+            return await self.failed(err)
         until = self.closing_deadline()
         await self.flush_events(until)
         await self.emit_closing(
@@ -1396,9 +1435,11 @@ class _Run:
             metadata=self.run_metadata,
         )
 
-    async def resume_round(self) -> int:
+    async def resume_round(self) -> int | None:
         """Answers the suspended round as decided, dispatching the approved calls; returns the
-        run's tool-round count."""
+        run's tool-round count. None, with nothing run, when ``limits`` given to the resume
+        narrowed ``max_tool_rounds`` below the round: its calls stay unanswered, as those of a
+        round a run stops before (the session's next run answers them)."""
         assert self.resume is not None
         stored = self.resume.suspension
         for name, count in stored.counts.items():
@@ -1412,6 +1453,8 @@ class _Run:
                 for item in stored.pending
             },
         )
+        if stored.rounds > self.tracker.limits.max_tool_rounds:
+            return None
         calls: list[ToolCall] = []
         answered = self.sticky_answers(self.resume.calls)
         later: dict[str, StickyRule] = {}
@@ -1428,7 +1471,11 @@ class _Run:
                 answered[call.id] = ErrorInfo(
                     message=decision.rejection_message(), code=APPROVAL_REJECTED
                 )
-            if decision.action in ("allow_for_run", "reject_for_run"):
+            # Two calls of one tool may get opposite rules: the rejection stands for later
+            # calls, whichever came first (an allow never overrides a given reject).
+            if decision.action == "reject_for_run" or (
+                decision.action == "allow_for_run" and call.name not in later
+            ):
                 later[call.name] = StickyRule(decision.action, decision.reason)
             calls.append(call)
         # Sticky decisions cover later rounds; this round's calls each had their own.
@@ -1480,6 +1527,7 @@ class _Run:
                         {"reason": "validator_failed"},
                     )
                 check = as_check(outcome, check.value)
+            check = redacted_issues(check, self.agent.redactor)
             await self.emit(
                 "artifact_validation_finished",
                 turn=self.turns,

@@ -15,7 +15,6 @@ from typing import Any, Final, Literal, get_args
 
 from prism_tools import _json
 from prism_tools._stored import StoredFields, is_bool, is_mapping, is_name, is_object
-from prism_tools.effects import ToolEffectError, arguments_hash
 from prism_tools.errors import PrismError
 from prism_tools.limits import CEILINGS, read_limits
 from prism_tools.types import JSONValue
@@ -50,8 +49,8 @@ class DecisionLimitError(ApprovalError):
 @dataclass(frozen=True, slots=True)
 class PendingDecision:
     """One tool call waiting for approval. The arguments themselves are not repeated here:
-    ``arguments_hash`` (SHA-256 hex of their canonical JSON) identifies them, and the call is in
-    the transcript."""
+    ``arguments_hash`` (SHA-256 hex of their JSON, keys sorted, every digit kept; see
+    ``call_arguments_hash``) identifies them, and the call is in the transcript."""
 
     approval_id: str
     tool_call_id: str
@@ -154,12 +153,16 @@ def match_decisions(pending: Sequence[PendingDecision], decisions: Any) -> dict[
 
 
 def call_arguments_hash(arguments: Any) -> str:
-    """``arguments_hash`` of a call's arguments; arguments canonical JSON cannot hold (only a
-    host-made call has them) hash their ``repr``."""
+    """``arguments_hash`` of a call's arguments: SHA-256 hex of their ``_json.fingerprint``,
+    which keeps every key (``__proto__`` too) and every digit, so two argument sets that differ
+    as JSON never share a hash (the effect key's canonical JSON, which follows the reference's,
+    drops ``__proto__`` keys and rounds integers beyond 2**53). Arguments JSON cannot hold (only
+    a host-made call has them) hash their ``repr``."""
     try:
-        return arguments_hash(arguments)
-    except (TypeError, ValueError, ToolEffectError):
-        return hashlib.sha256(repr(arguments).encode("utf-8", "surrogatepass")).hexdigest()
+        text = _json.fingerprint(arguments)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(arguments)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, TypeAlias
 
 from prism_tools import _json
 from prism_tools.errors import PrismError
 from prism_tools.messages import Message, user_messages
+from prism_tools.redaction import Redactor
 from prism_tools.types import JSONValue, items_of
 
 NO_ARTIFACT_TEXT: Final = "no artifact text in model output"
@@ -132,6 +133,19 @@ def as_check(outcome: Any, value: Any) -> ArtifactCheck:
     return ArtifactCheck(False, value, issues)
 
 
+def redacted_issues(check: ArtifactCheck, redactor: Redactor | None) -> ArtifactCheck:
+    """A failed ``check`` with the secrets in its issues and metadata replaced: the issues go
+    back to the model in a revision request and into events, and a validator's or parser's
+    error text (which becomes an issue) may quote anything. The candidate value is kept."""
+    if redactor is None or check.ok:
+        return check
+    return replace(
+        check,
+        errors=tuple(redactor.redact(issue) for issue in check.errors),
+        metadata=redactor.redact(check.metadata),
+    )
+
+
 def failure_code(check: ArtifactCheck) -> str:
     """The code of a run that ends on ``check``: its ``metadata["reason"]`` when that is a
     non-empty string, else ``artifact_failed``. Read without calling anything of the reason's
@@ -219,5 +233,6 @@ __all__ = [
     "default_repair",
     "failure_code",
     "parse_candidate",
+    "redacted_issues",
     "repair_messages",
 ]

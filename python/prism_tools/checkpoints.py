@@ -21,7 +21,7 @@ from contextlib import suppress
 from os import PathLike
 from typing import Any, Protocol, runtime_checkable
 
-from prism_tools._json import holds_lone_surrogate, loads_stored
+from prism_tools._json import fingerprint, holds_lone_surrogate, loads_stored
 from prism_tools._sqlite import connect_prepared
 from prism_tools.types import JSONValue
 
@@ -66,24 +66,14 @@ def _replacement(
 
 
 def _fingerprint(state: Any) -> str:
-    """A state as JSON compares it: keys in sorted order and a number by its value (``1.0`` is
-    ``1``), so a state that went through another JSON writer (a database's JSON column, another
-    language) still matches the one stored."""
+    """A state as JSON compares it (see ``_json.fingerprint``), so a state that went through
+    another JSON writer (a database's JSON column, another language) still matches the one
+    stored."""
     try:
-        return json.dumps(_by_value(state), sort_keys=True, separators=(",", ":"))
+        return fingerprint(state)
     except RecursionError:
         pass  # raised below, so the error does not keep the deep traceback as its context
     raise ValueError("the checkpoint state nests too deeply to be compared")
-
-
-def _by_value(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(key): _by_value(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_by_value(item) for item in value]
-    if type(value) is float and value.is_integer():
-        return int(value)
-    return value
 
 
 def _holds(stored: str | None, fingerprint: str) -> bool:

@@ -44,6 +44,7 @@ from prism_tools._core import (
     row_ids,
 )
 from prism_tools._frozen import builder, twin
+from prism_tools._json import text_of
 from prism_tools._options import check_option_types, has_method
 from prism_tools.effect_dispatch import UNKNOWN_OUTCOME, EffectClaim, prepare_effect
 from prism_tools.effects import ToolEffectStore
@@ -762,9 +763,14 @@ async def dispatch_tool_call(
 
         name = call.name
         if type(name) is not str:
-            return await _block(
-                audit, call, "unknown_tool", ErrorInfo(message=f"Unknown tool: {name}")
-            )
+            if not isinstance(name, str):
+                # text_of: a name whose __str__ raises must not fail the dispatch.
+                refusal = ErrorInfo(message=f"Unknown tool: {text_of(name)}")
+                return await _block(audit, call, "unknown_tool", refusal)
+            # A str subclass (a StrEnum member) names the tool its characters spell; the call
+            # goes on with a plain str, so nothing later runs the subclass's own methods.
+            call = dataclasses.replace(call, name=str.__str__(name))
+            name = call.name
         if filter is not None and type(filter) is not ToolFilter:
             filter = compile_filter(filter)
         arguments = call.arguments
@@ -898,7 +904,7 @@ async def dispatch_tool_call(
             except asyncio.CancelledError:
                 # Nothing ran and no row was written yet: the claim ends, the call is gone.
                 if claim is not None:
-                    await claim.release()
+                    await _to_the_end(claim.release())
                 raise
 
         execute = tool.execute
@@ -922,9 +928,7 @@ async def dispatch_tool_call(
                 except asyncio.CancelledError:
                     # The durable ledgers write a queued row even when its waiter is cancelled: the
                     # started row stands, so close it as a cancelled tool's call is closed.
-                    if claim is not None:
-                        await claim.release()
-                    await audit.failed(call, _CANCELLED)
+                    await _close_cancelled(audit, call, None if claim is None else claim.release)
                     raise
 
         if claim is not None:
@@ -933,13 +937,15 @@ async def dispatch_tool_call(
             except asyncio.CancelledError:
                 # The tool did not run; the mark may have landed all the same (a group commit
                 # writes it): the claim is released or marked unknown, the call closed.
-                await claim.abandon()
-                if audit is not None:
-                    await audit.failed(call, _CANCELLED)
+                await _close_cancelled(audit, call, claim.abandon)
                 raise
             except Exception:
-                # Dispatch was attempted: from here on the outcome counts as unknown.
-                return await _unknown_outcome(audit, call, claim)
+                # Dispatch was attempted and the tool did not run: the claim is released if the
+                # mark did not land, else marked unknown; the outcome is reported unknown.
+                await claim.abandon()
+                if audit is None:
+                    return _error_result(call, UNKNOWN_OUTCOME)
+                return await audit.failed(call, UNKNOWN_OUTCOME)
 
         try:
             output = execute(arguments, run_context)
@@ -960,10 +966,13 @@ async def dispatch_tool_call(
         except BaseException as err:
             if not isinstance(err, Exception):
                 # Cancellation (and interpreter exits) propagate; the audit still records the end.
-                if claim is not None:
-                    await claim.unknown()
-                if audit is not None:
-                    await audit.failed(call, _CANCELLED)
+                await _close_cancelled(
+                    audit,
+                    call,
+                    None if claim is None else claim.unknown,
+                    # Not a task for an interpreter exit or a closed coroutine: it must not wait.
+                    shield=isinstance(err, asyncio.CancelledError),
+                )
                 raise
             return await _failed(audit, call, claim, error_info(err))
 
@@ -995,12 +1004,15 @@ async def dispatch_tool_call(
         except (GuardrailTripwire, MiddlewareError, asyncio.CancelledError) as stop:
             # The tool ran: its started row is closed, and a claim marked unknown, before the
             # stop reaches the caller.
+            stopped = isinstance(stop, asyncio.CancelledError)
+            if stopped:
+                await _close_cancelled(audit, call, None if claim is None else claim.unknown)
+                raise
             if claim is not None:
                 await claim.unknown()
-            stopped = isinstance(stop, asyncio.CancelledError)
             if audit is not None:
-                await audit.failed(call, _CANCELLED if stopped else error_info(stop))
-            if audit is None or audit.redactor is None or stopped:
+                await audit.failed(call, error_info(stop))
+            if audit is None or audit.redactor is None:
                 raise
             after = _scrubbed_stop(stop, audit.redactor)
         if after is not None:
@@ -1033,9 +1045,7 @@ async def dispatch_tool_call(
                 result = await claim.complete(result)
             except asyncio.CancelledError:
                 # The tool ran; whether its result was stored is not known here.
-                await claim.unknown()
-                if audit is not None:
-                    await audit.failed(call, _CANCELLED)
+                await _close_cancelled(audit, call, claim.unknown)
                 raise
             except Exception:
                 return await _unknown_outcome(audit, call, claim)
@@ -1106,6 +1116,40 @@ def _unreadable_error(name: str, result: ToolResult) -> ErrorInfo:
         code="invalid_tool_result",
         name="TypeError",
     )
+
+
+# Closing steps run on after a second cancellation (see _to_the_end); held here until they end,
+# as the event loop keeps only weak references to tasks.
+_CLOSING: set[asyncio.Future[Any]] = set()
+
+
+async def _to_the_end(step: Awaitable[Any]) -> None:
+    """Awaits ``step``, which closes a cancelled call (its row, its claim), as a task of its own
+    that a second cancellation of the caller does not stop: the caller is cancelled at once, and
+    the row and claim are still closed."""
+    task = asyncio.ensure_future(step)
+    _CLOSING.add(task)
+    task.add_done_callback(_CLOSING.discard)
+    await asyncio.shield(task)
+
+
+async def _close_cancelled(
+    audit: _Audit | None,
+    call: ToolCall,
+    end_claim: Callable[[], Awaitable[None]] | None,
+    *,
+    shield: bool = True,
+) -> None:
+    """Closes a call that was cancelled: the claim ended by ``end_claim``, then the ``error``
+    row with code ``cancelled``; with ``shield``, both run to their end (``_to_the_end``)."""
+
+    async def close() -> None:
+        if end_claim is not None:
+            await end_claim()
+        if audit is not None:
+            await audit.failed(call, _CANCELLED)
+
+    await (_to_the_end(close()) if shield else close())
 
 
 async def _unknown_outcome(audit: _Audit | None, call: ToolCall, claim: EffectClaim) -> ToolResult:

@@ -69,7 +69,10 @@ class EffectClaim:
 
     def __init__(self, store: ToolEffectStore, key: ToolEffectKey, record: ToolEffectRecord):
         self.store = store
-        self.key = key
+        # Without the run's signal: it stops a claim from being taken, but a claim already held
+        # must still be marked, completed or released when the signal is set meanwhile, or it
+        # would stay held (and its row open) until it expires.
+        self.key = key if key.signal is None else dataclasses.replace(key, signal=None)
         self.record = record
         self.token = record.claim_token or ""
         self.confirmed = False  # mark_dispatched succeeded

@@ -515,6 +515,10 @@ class ToolEffectRecord:
         return cls(
             **{name: field.text(name) for name in _RECORD_TEXTS},
             **{name: field.text(name, optional=True) for name in _RECORD_OPTIONS},
+            # Read as times here, so a changed one is refused naming its field (and not quoted)
+            # rather than failing the first comparison that reads it.
+            **{name: field.read(name, _ISO_TIME, _is_iso_time) for name in _RECORD_TIMES},
+            expires_at=field.read("expires_at", _ISO_TIME, _is_iso_time, None),
             status=field.choice("status", EFFECT_STATUSES),
             attempt=field.read("attempt", "a positive integer", _is_positive_int),
             version=field.read("version", "a positive integer", _is_positive_int),
@@ -531,11 +535,22 @@ _RECORD_TEXTS: Final = (
     "tool_call_id",
     "tool_name",
     "arguments_hash",
-    "created_at",
-    "updated_at",
     "tenant_id",
 )
-_RECORD_OPTIONS: Final = ("account_id", "user_id", "claim_token", "expires_at", "result_ref")
+_RECORD_OPTIONS: Final = ("account_id", "user_id", "claim_token", "result_ref")
+_RECORD_TIMES: Final = ("created_at", "updated_at")
+_ISO_TIME: Final = "an ISO 8601 time"
+
+
+def _is_iso_time(value: Any) -> bool:
+    """An ISO 8601 time as the stores write them (any that ``datetime`` reads)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _is_positive_int(value: Any) -> bool:

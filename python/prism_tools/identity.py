@@ -36,6 +36,10 @@ class AgentIdentity:
         if self.expires_at is not None:
             moment = now or datetime.now(UTC)
             expires = self.expires_at
+            # Either side without a time zone is UTC (as the effect stores read their clocks),
+            # so a naive clock and an aware expiry compare instead of raising TypeError.
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=UTC)
             if expires.tzinfo is None:
                 expires = expires.replace(tzinfo=UTC)
             if moment >= expires:

@@ -8,7 +8,7 @@ ledger already redacted when dispatch has secrets or a redactor.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final, Protocol, TypeAlias, get_args
 
 from prism_tools import _json
@@ -114,19 +114,51 @@ def row_filter(
     session_id: str | None,
     run_id: str | None,
     tool_call_id: str | None,
+    column: Callable[[str], str] = column_text,
 ) -> tuple[str, list[str]]:
     """The ``WHERE`` clause (or nothing) and its values for a durable ledger's ``rows`` query;
-    ``placeholder`` is the driver's parameter marker (``?`` or ``%s``)."""
+    ``placeholder`` is the driver's parameter marker (``?`` or ``%s``), ``column`` how the
+    ledger stores an id in its column. An id that is not text is looked for as its text, as
+    ``stored_row`` stores it."""
     clauses, values = [], []
-    for column, value in (
+    for name, value in (
         ("session_id", session_id),
         ("run_id", run_id),
         ("tool_call_id", tool_call_id),
     ):
         if value is not None:
-            clauses.append(f"{column} = {placeholder}")
-            values.append(column_text(value))
+            clauses.append(f"{name} = {placeholder}")
+            values.append(column(_text(value)))
     return (f" WHERE {' AND '.join(clauses)}" if clauses else ""), values
+
+
+def exact_rows(
+    texts: Iterable[str],
+    session_id: str | None,
+    run_id: str | None,
+    tool_call_id: str | None,
+) -> list[ToolCallRecord]:
+    """The rows a ``row_filter`` query found, read, less those whose ids only share their
+    column text with the ids asked for: columns hold NUL and every lone surrogate as U+FFFD
+    (and PostgreSQL cuts a very long id), while the row's JSON keeps NUL and the rest of the
+    text."""
+    records = [record_from_dict(_json.loads(text)) for text in texts]
+    wanted = [
+        (name, _json.replace_lone_surrogates(_text(value)))
+        for name, value in (
+            ("session_id", session_id),
+            ("run_id", run_id),
+            ("tool_call_id", tool_call_id),
+        )
+        if value is not None
+    ]
+    if not wanted:
+        return records
+    return [
+        record
+        for record in records
+        if all(getattr(record, name) == value for name, value in wanted)
+    ]
 
 
 class RunLedger(Protocol):

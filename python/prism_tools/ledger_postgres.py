@@ -15,12 +15,12 @@ when a ledger is made, never by ``import prism_tools``.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Awaitable
 from contextlib import AbstractContextManager
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
-from prism_tools import _json
 from prism_tools._group_commit import GroupCommit, Write, WriteOutcome
 from prism_tools._postgres import (
     SCHEMA_LOCK_SQL,
@@ -29,7 +29,7 @@ from prism_tools._postgres import (
     run_alone,
     run_together,
 )
-from prism_tools.ledger import StoredRow, record_from_dict, row_filter, stored_row
+from prism_tools.ledger import StoredRow, column_text, exact_rows, row_filter, stored_row
 from prism_tools.types import ToolCallRecord
 
 if TYPE_CHECKING:
@@ -71,6 +71,39 @@ _TABLES_PRESENT_SQL: Final = (
     " WHERE schemaname = current_schema()"
     " AND tablename IN ('prism_schema_version', 'prism_tool_calls')"
 )
+
+
+# A btree index entry holds at most 2,704 bytes: an id longer than this (a model may send any
+# call id) is kept in its column as its head and a digest of the whole, so the row is written
+# and found. The row's JSON keeps the whole id, which ``exact_rows`` compares.
+_INDEXED_MAX_BYTES: Final = 2600
+_INDEXED_HEAD_BYTES: Final = 2500
+
+
+def indexed_text(value: str) -> str:
+    """``value`` as an indexed column holds it: ``column_text``, and an id over
+    ``_INDEXED_MAX_BYTES`` as its first bytes, an ellipsis and its SHA-256."""
+    text = column_text(value)
+    if len(text) * 4 <= _INDEXED_MAX_BYTES:
+        return text  # short enough in any spelling
+    encoded = text.encode("utf-8")
+    if len(encoded) <= _INDEXED_MAX_BYTES:
+        return text
+    head = encoded[:_INDEXED_HEAD_BYTES].decode("utf-8", "ignore")
+    return f"{head}\u2026{hashlib.sha256(encoded).hexdigest()}"
+
+
+def _indexed_row(row: StoredRow) -> StoredRow:
+    row_id, session_id, run_id, tool_call_id, name, status, data = row
+    return (
+        row_id,
+        indexed_text(session_id),
+        indexed_text(run_id),
+        indexed_text(tool_call_id),
+        name,
+        status,
+        data,
+    )
 
 
 class PostgresRunLedger:
@@ -135,7 +168,7 @@ class PostgresRunLedger:
         the commit of the rows of concurrent calls, and the awaitable returned finishes after it
         (the row is written even if the awaitable is never awaited or its waiter is cancelled).
         """
-        row = stored_row(record)
+        row = _indexed_row(stored_row(record))
         loop = self._group.loop_to_queue_on()
         if loop is None:
             self._insert(row)
@@ -164,13 +197,13 @@ class PostgresRunLedger:
         tool_call_id: str | None = None,
     ) -> list[ToolCallRecord]:
         """Rows matching every given id, oldest first."""
-        where, values = row_filter("%s", session_id, run_id, tool_call_id)
+        where, values = row_filter("%s", session_id, run_id, tool_call_id, indexed_text)
         self._group.flush()  # a read right after an append finds the row
         with self._connection() as conn:
             found = conn.execute(
                 f"SELECT row::text FROM prism_tool_calls{where} ORDER BY seq", values
             ).fetchall()
-        return [record_from_dict(_json.loads(text)) for (text,) in found]
+        return exact_rows((text for (text,) in found), session_id, run_id, tool_call_id)
 
     @property
     def records(self) -> list[ToolCallRecord]:

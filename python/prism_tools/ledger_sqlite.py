@@ -20,10 +20,9 @@ from functools import partial
 from pathlib import Path
 from typing import Final, Literal
 
-from prism_tools import _json
 from prism_tools._group_commit import RUN_ALONE, GroupCommit, Write, WriteOutcome
 from prism_tools._sqlite import connect_prepared, create_versioned_tables, enable_wal, run_together
-from prism_tools.ledger import StoredRow, record_from_dict, row_filter, stored_row
+from prism_tools.ledger import StoredRow, exact_rows, record_from_dict, row_filter, stored_row
 from prism_tools.types import ToolCallRecord
 
 SCHEMA_VERSION: Final = 1
@@ -140,7 +139,7 @@ class SqliteRunLedger:
             found = self._db.execute(
                 f"SELECT row FROM prism_tool_calls{where} ORDER BY seq", values
             ).fetchall()
-        return [record_from_dict(_json.loads(text)) for (text,) in found]
+        return exact_rows((text for (text,) in found), session_id, run_id, tool_call_id)
 
     @property
     def records(self) -> list[ToolCallRecord]:

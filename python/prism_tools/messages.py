@@ -140,6 +140,18 @@ def _identified_calls(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
             raise ValueError(f"two tool calls in one turn share the id {call_id!r}")
         else:
             taken.add(call_id)
+        # The rest of a call is kept in the session's state, which must read back: a name is
+        # text, an argument error an ErrorInfo.
+        if not isinstance(call.name, str):
+            raise TypeError(
+                f"ProviderResponse.tool_calls: item {position} has a name of type "
+                f"{type(call.name).__name__}, not a string"
+            )
+        if call.arguments_error is not None and not isinstance(call.arguments_error, ErrorInfo):
+            raise TypeError(
+                f"ProviderResponse.tool_calls: item {position} has an arguments_error of type "
+                f"{type(call.arguments_error).__name__}, not an ErrorInfo"
+            )
     if not without_id:
         return calls
     identified = list(calls)
@@ -202,16 +214,18 @@ def message_from_dict(data: Any) -> Message:
     """The inverse of :func:`message_to_dict`; a malformed entry is a ``ValueError``."""
     if not isinstance(data, Mapping):
         raise ValueError(f"a stored message must be an object, got {type(data).__name__}")
-    stored_calls = data.get("tool_calls") or []
-    if not isinstance(stored_calls, list):
+    stored_calls = data.get("tool_calls")
+    if stored_calls is None:
+        stored_calls = []
+    elif not isinstance(stored_calls, list):
         raise ValueError("a stored message's 'tool_calls' must be a list")
     for key in ("tool_call_id", "name"):
         if data.get(key) is not None and not isinstance(data.get(key), str):
             raise ValueError(f"a stored message's {key!r} must be a string")
     calls = []
     for item in stored_calls:
-        if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
-            raise ValueError("a stored tool call needs a string 'id'")
+        if not isinstance(item, Mapping) or not isinstance(item.get("id"), str) or not item["id"]:
+            raise ValueError("a stored tool call needs a non-empty string 'id'")
         if not isinstance(item.get("name"), str):
             raise ValueError("a stored tool call needs a string 'name'")
         calls.append(

@@ -63,16 +63,9 @@ class ToolRegistry:
         if self._check_schemas is not None and tool.parameters is not None:
             self._check_schemas.check_schema(tool.parameters)
         with self._lock:
-            # Append first so that a reader never sees a slot without its tool.
-            self._tools.append(tool)
-            try:
-                slot, replaced = self._names.insert(tool.name)
-            except BaseException:
-                self._tools.pop()
-                raise
-            if replaced:
-                self._tools.pop()
-                self._tools[slot] = tool
+            # The name and its tool change in one call into the core: no exception raised in
+            # between (a signal handler's, a timeout's) can leave them out of step.
+            self._names.insert(tool.name, tool, self._tools)
         return tool
 
     def get(self, name: str) -> ToolDefinition | None:
