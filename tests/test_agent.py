@@ -657,6 +657,27 @@ def test_a_provider_response_gives_calls_without_an_id_one_and_refuses_a_shared_
         ProviderResponse(tool_calls=(ToolCall("a", "echo", {}), ToolCall(7, "echo", {})))  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("odd_call", "refusal"),
+    [
+        (ToolCall("c1", 123, {}), "item 0 has a name of type int, not a string"),  # type: ignore[arg-type]
+        (ToolCall("c1", None, {}), "item 0 has a name of type NoneType, not a string"),  # type: ignore[arg-type]
+        (
+            ToolCall("c1", "echo", {}, "not json"),  # type: ignore[arg-type]
+            "item 0 has an arguments_error of type str, not an ErrorInfo",
+        ),
+    ],
+    ids=["int-name", "no-name", "text-arguments-error"],
+)
+def test_a_provider_response_refuses_calls_a_stored_session_could_not_read_back(
+    odd_call: ToolCall, refusal: str
+) -> None:
+    # The session's state keeps every call of the transcript; one it could not restore would
+    # leave a suspended session that can never be resumed.
+    with pytest.raises(TypeError, match=refusal):
+        ProviderResponse(tool_calls=(odd_call,))
+
+
 async def test_two_calls_a_provider_gave_one_id_fail_the_run_before_either_runs() -> None:
     echo = Recorder()
     session, _, _ = make_session(

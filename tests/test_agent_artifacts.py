@@ -423,3 +423,68 @@ async def test_a_verdict_that_cannot_be_read_fails_the_candidate_without_quoting
     assert (error.code, error.message) == ("validator_invalid", UNREADABLE_VALIDATION)
     assert provider.requests[1].messages[-1].content == UNREADABLE_VALIDATION
     assert "hunter2" not in str(info.value)
+
+
+SECRET = "sk-artifact-secret-42"
+
+
+def leaks_secret(value: Any) -> Any:
+    raise RuntimeError(f"checker login failed with {SECRET}")
+
+
+def issues_with_secret(value: Any) -> Any:
+    return ArtifactCheck(
+        False,
+        value,
+        (ArtifactIssue(f"compare with {SECRET}", f"$.{SECRET}", {"hint": SECRET}),),
+        {"reason": "mismatch", "seen": SECRET},
+    )
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {**GVR, "parser": leaks_secret},
+        {**GVR, "validator": leaks_secret},
+        {**GVR, "validator": issues_with_secret},
+    ],
+    ids=["parser-raises", "validator-raises", "validator-issues"],
+)
+async def test_a_secret_in_a_checks_problems_reaches_neither_the_model_nor_the_run(
+    options: dict[str, Any],
+) -> None:
+    from prism_tools import create_secret_redactor
+
+    session, provider, events, _ = run_agent(
+        [ProviderResponse(text='{"a": 1}'), ProviderResponse(text='{"a": 2}')],
+        {**options, "max_revisions": 1},
+        redactor=create_secret_redactor([SECRET]),
+    )
+    with pytest.raises(AgentRunError) as failed:
+        await session.run("write it")
+
+    revision = provider.requests[1].messages[-1].content
+    assert isinstance(revision, str)
+    assert revision  # the revision request still says what was wrong
+    assert SECRET not in revision
+    seen = [
+        json.dumps([message.content for message in failed.value.result.messages]),
+        json.dumps([event.to_dict() for event in events]),
+        str(failed.value),
+        repr(failed.value.__cause__),
+        json.dumps(failed.value.result.error.to_dict() if failed.value.result.error else None),
+    ]
+    for text in seen:
+        assert SECRET not in text
+
+
+async def test_redacting_problems_keeps_a_valid_candidate_whole() -> None:
+    from prism_tools import create_secret_redactor
+
+    session, _, _, _ = run_agent(
+        [ProviderResponse(text=json.dumps({"title": SECRET}))],
+        GVR,
+        redactor=create_secret_redactor([SECRET]),
+    )
+    result = await session.run("write it")
+    assert result.artifact == {"title": SECRET}

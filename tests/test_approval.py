@@ -1339,3 +1339,224 @@ async def test_call_ids_a_provider_repeats_every_turn_resume_the_latest_round() 
     assert (await session.resume({"call_0": "approve"})).status == "suspended"
     assert (await session.resume({"call_0": "approve"})).status == "succeeded"
     assert echo.calls == [("call_0", {"text": "hi"}), ("call_0", {"text": "again"})]
+
+
+# --- what the stored state carries, exactly --------------------------------------------------
+
+
+def nested(depth: int) -> Any:
+    value: Any = "bottom"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def schemaless_agent(provider: ScriptedProvider, echo: Recorder, **options: Any) -> Any:
+    return create_agent(
+        model=MODEL,
+        provider=provider,
+        tools=[ToolDefinition(name="echo", execute=echo)],
+        interrupt_before_tool=True,
+        **options,
+    )
+
+
+async def test_arguments_json_keeps_whole_resume_from_a_stored_state(
+    store: CheckpointStore,
+) -> None:
+    # What a provider adapter hands over: every digit of a wide integer, a lone surrogate (a
+    # decoder makes one from "\ud800"), nesting as deep as the adapters take it, and call ids
+    # that differ only by a lone surrogate.
+    wide = {"amount": 123456789012345678901234567890, "note": "x\ud800y", "deep": nested(250)}
+    first, second = "c\ud800", "c\ud801"
+    calls = (ToolCall(first, "echo", wide), ToolCall(second, "echo", {"n": -(2**70)}))
+    agent = schemaless_agent(ScriptedProvider([calling(*calls)]), Recorder(), checkpoints=store)
+    assert (await agent.session("s1").run("go")).status == "suspended"
+
+    echo = Recorder()
+    fresh = schemaless_agent(ScriptedProvider([answer()]), echo, checkpoints=store)
+    restored = fresh.resume_session("s1")
+    result = await restored.resume({first: "approve", second: "approve"})
+
+    assert result.status == "succeeded"
+    assert echo.calls == [(first, wide), (second, {"n": -(2**70)})]
+
+
+async def test_edited_arguments_kept_for_a_partial_batch_reach_the_tool_unchanged() -> None:
+    first = schemaless_agent(ScriptedProvider([calling(call("a"), call("b"))]), Recorder())
+    session = first.session()
+    await session.run("go")
+    edited = {"n": 2**70, "s": "x\ud800y", "nested": {"k": 10**30}}
+    partial = await session.resume({"a": Decision("approve", arguments=edited)})
+    assert partial.status == "suspended"
+
+    echo = Recorder()
+    fresh = schemaless_agent(ScriptedProvider([answer()]), echo)
+    restored = fresh.session(state=json.dumps(session.state))
+    assert (await restored.resume({"b": "reject_once"})).status == "succeeded"
+    assert echo.calls == [("a", edited)]
+
+
+def test_the_arguments_hash_tells_apart_what_json_tells_apart() -> None:
+    from prism_tools.approval import call_arguments_hash
+
+    different = [
+        ({"__proto__": "x"}, {"__proto__": "rm -rf /"}),
+        ({"n": 2**53}, {"n": 2**53 + 1}),
+        ({"n": 2**70}, {"n": 2**70 + 1}),
+        ({"s": "x\ud800"}, {"s": "x\ufffd"}),
+    ]
+    for left, right in different:
+        assert call_arguments_hash(left) != call_arguments_hash(right), (left, right)
+    # Spellings another JSON writer may change do not count.
+    same = [
+        ({"a": 1, "b": 2}, {"b": 2, "a": 1}),
+        ({"n": 1}, {"n": 1.0}),
+        ({"n": -0.0}, {"n": 0}),
+        ({"l": (1, 2)}, {"l": [1, 2]}),
+    ]
+    for left, right in same:
+        assert call_arguments_hash(left) == call_arguments_hash(right), (left, right)
+
+
+class FailingStore(InMemoryCheckpointStore):
+    """A checkpoint store whose save or delete fails, as a locked database does."""
+
+    def __init__(self, *, save: bool = False, delete: bool = False) -> None:
+        super().__init__()
+        self.fail_save, self.fail_delete = save, delete
+
+    def save(self, session_id: str, state: Any) -> None:
+        if self.fail_save:
+            raise sqlite3.OperationalError("database is locked (sk-store-secret)")
+        super().save(session_id, state)
+
+    def delete(self, session_id: str) -> None:
+        if self.fail_delete:
+            raise sqlite3.OperationalError("disk I/O error (sk-store-secret)")
+        super().delete(session_id)
+
+
+async def test_a_failed_checkpoint_save_fails_the_run_and_leaves_nothing_waiting() -> None:
+    echo = Recorder()
+    store = FailingStore(save=True)
+    agent = build_agent(
+        ScriptedProvider([calling(call("c1"), call("c2")), answer("later")]),
+        echo,
+        checkpoints=store,
+    )
+    session = agent.session("s1")
+    log = EventLog()
+    session.subscribe(log)
+
+    with pytest.raises(AgentRunError) as failed:
+        await session.run("hi")
+
+    assert isinstance(failed.value.__cause__, sqlite3.OperationalError)
+    assert session.pending == ()
+    assert session.suspension is None
+    assert store.load("s1") is None
+    assert echo.calls == []
+    rows = tool_rows(session.messages)
+    assert [row.tool_call_id for row in rows] == ["c1", "c2"]
+    assert all(
+        row.error is not None and row.error.code == "tool_call_not_dispatched" for row in rows
+    )
+    assert log.types[-1] == "agent_finished"
+    # Not stuck: the session takes its next run.
+    store.fail_save = False
+    assert (await session.run("again")).output_text == "later"
+    assert echo.calls == []
+
+
+async def test_a_failed_checkpoint_delete_after_a_resumed_run_is_logged_not_raised(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    echo = Recorder()
+    store = FailingStore(delete=True)
+    agent = build_agent(ScriptedProvider([calling(call("c1")), answer()]), echo, checkpoints=store)
+    session = agent.session("s1")
+    await session.run("hi")
+
+    with caplog.at_level("WARNING", logger="prism_tools.agent"):
+        result = await session.resume({"c1": "approve"})
+
+    assert result.status == "succeeded"
+    assert echo.calls == [("c1", {"text": "hi"})]
+    assert "could not remove the checkpoint" in caplog.text
+    assert "OperationalError" in caplog.text
+    assert "sk-store-secret" not in caplog.text
+    stored = store.load("s1")
+    assert stored is not None
+    assert "suspension" not in stored
+
+
+@pytest.mark.parametrize(
+    ("first", "second"), [("reject_for_run", "allow_for_run"), ("allow_for_run", "reject_for_run")]
+)
+async def test_opposite_run_rules_for_one_tool_keep_the_rejection(first: str, second: str) -> None:
+    echo = Recorder()
+    session, _, _ = make(
+        [calling(call("a"), call("b")), calling(call("z", text="later")), answer()],
+        ("echo", echo),
+    )
+    await session.run("hi")
+
+    result = await session.resume({"a": first, "b": second})
+
+    assert result.status == "succeeded"
+    allowed = "b" if second == "allow_for_run" else "a"
+    assert echo.calls == [(allowed, {"text": "hi"})]  # z never ran
+    later = {row.tool_call_id: row for row in tool_rows(result.messages)}["z"]
+    assert later.error is not None
+    assert later.error.code == APPROVAL_REJECTED
+
+
+@pytest.mark.parametrize(
+    ("option", "error"),
+    [
+        ({"tools_disclosure": "bogus"}, ValueError),
+        ({"tools_search": {"top_k": "many"}}, TypeError),
+        ({"tools_search": {"size": 1}}, TypeError),
+    ],
+    ids=["disclosure", "search-top-k", "search-key"],
+)
+async def test_a_bad_scoping_option_on_resume_leaves_the_approvals_waiting(
+    option: dict[str, Any], error: type[Exception]
+) -> None:
+    echo = Recorder()
+    store = InMemoryCheckpointStore()
+    session, _, _ = make([calling(call("c1")), answer()], ("echo", echo), checkpoints=store)
+    session_id = session.id
+    await session.run("hi")
+
+    with pytest.raises(error):
+        await session.resume({"c1": "approve"}, **option)
+
+    assert echo.calls == []
+    assert [item.tool_call_id for item in session.pending] == ["c1"]
+    assert store.load(session_id) is not None
+    assert (await session.resume({"c1": "approve"})).status == "succeeded"
+    assert echo.calls == [("c1", {"text": "hi"})]
+
+
+async def test_a_resume_that_narrows_max_tool_rounds_stops_before_the_suspended_round() -> None:
+    echo = Recorder()
+    session, _, _ = make(
+        [calling(call("r1")), calling(call("r2", text="two")), answer("after")], ("echo", echo)
+    )
+    await session.run("hi")
+    assert (await session.resume({"r1": "approve"})).status == "suspended"
+
+    result = await session.resume({"r2": "approve"}, limits={"max_tool_rounds": 1})
+
+    assert result.status == "succeeded"
+    assert result.finish_reason == "turn_limit"
+    assert echo.calls == [("r1", {"text": "hi"})]  # r2 never ran
+    assert session.pending == ()
+    # As after any stop at the round limit, the next run answers the call first.
+    assert (await session.run("go on")).output_text == "after"
+    row = {row.tool_call_id: row for row in tool_rows(session.messages)}["r2"]
+    assert row.error is not None
+    assert row.error.code == "tool_call_not_dispatched"
+    assert echo.calls == [("r1", {"text": "hi"})]

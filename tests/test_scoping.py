@@ -653,6 +653,19 @@ MALFORMED_STATES = [
         with_(messages=[{"role": "tool", "tool_call_id": 5, "content": "x"}]),
         id="tool-call-id-not-a-string",
     ),
+    pytest.param(with_(version=True), id="version-true"),
+    pytest.param(with_(version=1.0), id="version-float"),
+    pytest.param(with_(messages=[{"role": "assistant", "tool_calls": 0}]), id="tool-calls-zero"),
+    pytest.param(with_(messages=[{"role": "assistant", "tool_calls": {}}]), id="tool-calls-object"),
+    pytest.param(
+        with_(messages=[{"role": "assistant", "tool_calls": [{"id": "", "name": "a"}]}]),
+        id="call-with-empty-id",
+    ),
+    pytest.param(
+        # Deeper than a copy of the state can go, though Python's JSON reader takes it.
+        with_(messages=[{"role": "user", "content": json.loads("[" * 700 + "]" * 700)}]),
+        id="state-too-deep-to-copy",
+    ),
 ]
 
 
