@@ -10,6 +10,7 @@ import os
 import signal
 import sqlite3
 import time
+from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from prism_tools import (
 )
 from prism_tools.effect_stores import SqliteToolEffectStore
 from prism_tools.effects import (
+    BaseToolEffectStore,
     InMemoryToolEffectStore,
     ToolEffect,
     ToolEffectError,
@@ -321,6 +323,41 @@ async def test_store_failures_are_never_a_silent_success_or_a_second_run(
         # The effect may have happened: it never runs again.
         assert again.error is not None
         assert body.runs == runs
+
+
+class LostMarkStore(InMemoryToolEffectStore):
+    """An in-memory store whose dispatched mark, made from the held record, raises before it is
+    written, as when the connection is lost."""
+
+    async def mark_dispatched_from(self, key: Any, held: Any) -> Any:
+        raise RuntimeError("connection lost")
+
+
+@pytest.mark.parametrize(
+    "store_type",
+    [lambda: FlakyStore("mark_dispatched"), LostMarkStore],
+    ids=["mark_dispatched", "mark_dispatched_from"],
+)
+async def test_a_dispatched_mark_that_fails_never_leaves_the_claim_pending_and_held(
+    store_type: Any,
+) -> None:
+    # The tool did not run: the claim is released (or marked unknown), never left pending with
+    # its token until it expires, and the call is closed as an unknown outcome.
+    body = Counter()
+    store = store_type()
+    ledger = InMemoryRunLedger()
+    result = await send(tool(body, REQUIRED), effect_store=store, ledger=ledger)
+    assert body.runs == 0
+    assert result.error is not None
+    assert result.error.code == "ERR_PRISM_TOOL_EFFECT_UNKNOWN"
+    assert [row.status for row in ledger.records] == ["started", "error"]
+    record = await store.get(stored_key())
+    assert record is not None
+    assert record.status in {"failed_terminal", "unknown"}
+    assert record.claim_token is None
+    again = await send(tool(body, REQUIRED), effect_store=store)
+    assert again.error is not None
+    assert body.runs == 0
 
 
 class CountingStore(InMemoryToolEffectStore):
@@ -641,6 +678,236 @@ async def test_a_call_cancelled_while_its_claim_is_written_is_closed_and_not_lef
     assert record is not None
     assert record.status in statuses
     assert record.claim_token is None  # no claim left held until its expiry
+
+
+class TwiceGatedStore(GatedStore):
+    """A ``GatedStore`` whose writes that end a cancelled call's claim (``fail``, which releases
+    it, and ``mark_unknown``) wait for the test too, so that the call can be cancelled a second
+    time while dispatch closes it."""
+
+    def __init__(self, step: str) -> None:
+        super().__init__(step)
+        self.closing = asyncio.Event()
+        self.close = asyncio.Event()
+
+    async def fail(self, key: Any, **options: Any) -> Any:
+        await self._closed()
+        return await super().fail(key, **options)
+
+    async def mark_unknown(self, key: Any, **options: Any) -> Any:
+        await self._closed()
+        return await super().mark_unknown(key, **options)
+
+    async def _closed(self) -> None:
+        self.closing.set()
+        await self.close.wait()
+
+
+async def rows_once_there(ledger: InMemoryRunLedger, count: int) -> list[Any]:
+    """The ledger's rows once it holds ``count`` of them (a cancelled call is closed by a task
+    of its own, which may end after the call's task), waiting two seconds at most."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 2
+    while len(ledger.records) < count:
+        assert loop.time() < deadline, f"rows never closed: {ledger.records}"
+        await asyncio.sleep(0.001)
+    return list(ledger.records)
+
+
+@pytest.mark.parametrize(
+    ("step", "runs", "statuses"),
+    [("dispatched", 0, {"failed_terminal", "unknown"}), ("complete", 1, {"completed"})],
+)
+async def test_a_call_cancelled_again_while_it_is_being_closed_is_still_closed(
+    step: str, runs: int, statuses: set[str]
+) -> None:
+    body = Counter()
+    store = TwiceGatedStore(step)
+    ledger = InMemoryRunLedger()
+    task = asyncio.create_task(send(tool(body, REQUIRED), effect_store=store, ledger=ledger))
+    await store.waiting.wait()
+    task.cancel()
+    await store.closing.wait()  # dispatch is ending the claim of the cancelled call
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task  # the second cancellation reaches the caller at once
+    store.close.set()
+
+    rows = await rows_once_there(ledger, 2)
+    assert [row.status for row in rows] == ["started", "error"]
+    assert rows[-1].result is not None
+    assert rows[-1].result.error is not None
+    assert rows[-1].result.error.code == "cancelled"
+    assert body.runs == runs
+    record = await store.get(stored_key())
+    assert record is not None
+    assert record.status in statuses
+    assert record.claim_token is None  # no claim left held until its expiry
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def durable_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseToolEffectStore]:
+    """An in-memory and a SQLite effect store."""
+    if request.param == "memory":
+        yield InMemoryToolEffectStore()
+        return
+    with SqliteToolEffectStore(tmp_path / "effects.db") as store:
+        yield store
+
+
+async def send_with_signal(
+    definition: ToolDefinition, signal: asyncio.Event, **options: Any
+) -> ToolResult:
+    """``send`` in a run whose signal is ``signal``."""
+    return await dispatch_tool_call(
+        ToolCall("c1", definition.name, {"to": "a@b.c"}),
+        create_tool_registry([definition]),
+        context(signal=signal),
+        identity=IDENTITY,
+        **options,
+    )
+
+
+async def test_a_run_signal_set_while_a_durable_tool_runs_still_stores_its_result(
+    durable_store: BaseToolEffectStore,
+) -> None:
+    # The signal stops a claim from being taken; a claim already held is still completed.
+    signal = asyncio.Event()
+    runs: list[str] = []
+
+    async def body(args: dict[str, Any], ctx: ToolExecutionContext) -> str:
+        runs.append(ctx.tool_call_id)
+        signal.set()  # the host stops the run while the tool is under way
+        return "sent"
+
+    definition = ToolDefinition("send_email", execute=body, effect=REQUIRED)
+    ledger = InMemoryRunLedger()
+    result = await send_with_signal(definition, signal, effect_store=durable_store, ledger=ledger)
+    assert (result.value, result.error) == ("sent", None)
+    assert [row.status for row in ledger.records] == ["started", "finished"]
+    record = await durable_store.get(stored_key())
+    assert record is not None
+    assert record.status == "completed"
+    assert record.claim_token is None
+    # A later delivery (a new run without the signal) gets the stored result.
+    again = await send(definition, effect_store=durable_store)
+    assert again.value == "sent"
+    assert runs == ["c1"]
+
+
+async def test_a_tool_that_stops_on_the_run_signal_is_closed_and_not_left_held(
+    durable_store: BaseToolEffectStore,
+) -> None:
+    signal = asyncio.Event()
+
+    async def body(args: dict[str, Any], ctx: ToolExecutionContext) -> str:
+        signal.set()
+        raise asyncio.CancelledError  # the tool sees the signal and stops
+
+    ledger = InMemoryRunLedger()
+    with pytest.raises(asyncio.CancelledError):
+        await send_with_signal(
+            ToolDefinition("send_email", execute=body, effect=REQUIRED),
+            signal,
+            effect_store=durable_store,
+            ledger=ledger,
+        )
+    assert [row.status for row in ledger.records] == ["started", "error"]
+    closing_row = ledger.records[-1].result
+    assert closing_row is not None
+    assert closing_row.error is not None
+    assert closing_row.error.code == "cancelled"
+    record = await durable_store.get(stored_key())
+    assert record is not None
+    assert record.status == "unknown"  # the tool ran: its outcome is for a person to settle
+    assert record.claim_token is None
+
+
+async def test_a_run_signal_set_before_the_dispatched_mark_never_leaves_the_claim_held(
+    durable_store: BaseToolEffectStore,
+) -> None:
+    signal = asyncio.Event()
+    body = Counter()
+
+    def stop_the_run(call: ToolCall, tool_def: ToolDefinition, ctx: ToolExecutionContext) -> None:
+        signal.set()  # after the claim was taken, before the tool is marked dispatched
+
+    ledger = InMemoryRunLedger()
+    try:
+        await send_with_signal(
+            tool(body, REQUIRED),
+            signal,
+            effect_store=durable_store,
+            ledger=ledger,
+            before_execute=stop_the_run,
+        )
+    except asyncio.CancelledError:
+        pass  # a call stopped by the signal may be cancelled; it must be closed all the same
+    record = await durable_store.get(stored_key())
+    assert record is not None
+    assert record.status not in {"pending", "dispatched"}
+    assert record.claim_token is None
+    statuses = [row.status for row in ledger.records]
+    assert statuses[0] == "started"
+    assert statuses[1:] in (["finished"], ["error"])
+    if record.status == "completed":
+        assert body.runs == 1
+    else:
+        assert (record.status, body.runs) == ("failed_terminal", 0)
+
+
+async def test_the_runtime_closes_a_durable_call_when_the_run_signal_is_set_during_it() -> None:
+    from prism_tools import AgentRunError, ProviderResponse, RunCancelledError, ScriptedProvider
+    from prism_tools import create_agent
+
+    signal = asyncio.Event()
+    runs: list[str] = []
+
+    async def send_money(args: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
+        runs.append(ctx.tool_call_id)
+        signal.set()  # the host stops the run while the transfer is under way
+        await asyncio.sleep(0.01)
+        return {"sent": args["amount"]}
+
+    store = InMemoryToolEffectStore()
+    ledger = InMemoryRunLedger()
+    provider = ScriptedProvider(
+        [
+            ProviderResponse(tool_calls=(ToolCall("call_1", "send_money", {"amount": 5}),)),
+            ProviderResponse(text="done"),
+        ]
+    )
+    agent = create_agent(
+        model="m",
+        provider=provider,
+        tools=[ToolDefinition("send_money", execute=send_money, effect=REQUIRED)],
+        ledger=ledger,
+        identity=IDENTITY,
+        effect_store=store,
+    )
+    session = agent.session("sess")
+    with pytest.raises(AgentRunError) as caught:
+        await session.run("pay", signal=signal)
+    assert isinstance(caught.value.__cause__, RunCancelledError)
+    assert runs == ["call_1"]
+    # The call that was running finished: its result is its row, its claim completed.
+    assert [row.status for row in ledger.records] == ["started", "finished"]
+    key = ToolEffectKey.derive(
+        IDENTITY,
+        None,
+        session_id="sess",
+        run_id=ledger.records[0].run_id,
+        tool_call_id="call_1",
+        tool_name="send_money",
+        arguments={"amount": 5},
+    )
+    record = await store.get(key)
+    assert record is not None
+    assert record.status == "completed"
+    assert record.claim_token is None
+    row = next(message for message in session.messages if message.role == "tool")
+    assert row.error is None
+    assert row.content == {"sent": 5}
 
 
 SECRET_ID = "call_hunter2_1"  # a call id a secret ("hunter2") matches

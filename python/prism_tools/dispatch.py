@@ -1130,7 +1130,17 @@ async def _to_the_end(step: Awaitable[Any]) -> None:
     task = asyncio.ensure_future(step)
     _CLOSING.add(task)
     task.add_done_callback(_CLOSING.discard)
-    await asyncio.shield(task)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        task.add_done_callback(_report_late_failure)  # nobody is left to raise it to
+        raise
+
+
+def _report_late_failure(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        # The type only: a ledger's or store's message may quote what it holds.
+        logger.warning("closing a cancelled tool call failed: %s", type(task.exception()).__name__)
 
 
 async def _close_cancelled(
