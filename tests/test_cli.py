@@ -490,3 +490,120 @@ def test_terminal_text_keeps_spaces_and_joiners_and_escapes_the_rest() -> None:
     for readable in ("10\xa0km", "東京\u3000タワー", "👩\u200d💻 dev", persian, "été"):
         assert _terminal(readable) == readable
     assert _terminal("a\u202eb\x1bc\u2028d") == "a\\u202eb\\x1bc\\u2028d"
+
+
+# --- output that cannot be written as it is ---------------------------------------------------
+
+
+def run_command(*argv: str, env: dict[str, str] | None = None, **streams: Any) -> Any:
+    """``prism-tools`` in a child process, with its own standard streams (piped unless given)."""
+    import os
+
+    return subprocess.run(
+        [sys.executable, "-m", "prism_tools", *argv],
+        stdout=streams.get("stdout", subprocess.PIPE),
+        stderr=streams.get("stderr", subprocess.PIPE),
+        timeout=120,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("demo",), ("demo", "--json"), ("search", "@examples", "zz café")],
+    ids=["demo", "demo-json", "search"],
+)
+def test_a_terminal_that_cannot_encode_the_text_gets_escapes(argv: tuple[str, ...]) -> None:
+    completed = run_command(*argv, env={"PYTHONIOENCODING": "ascii"})
+    assert completed.returncode == 0, completed.stderr
+    assert b"Traceback" not in completed.stderr
+    assert completed.stdout.isascii()
+    assert completed.stdout  # the output itself still came
+
+
+def test_a_catalog_file_name_reaches_the_terminal_escaped(tmp_path: Path) -> None:
+    name = tmp_path / "odd\x1b[2Jname.json"
+    name.write_text(json.dumps([{"name": "a", "parameters": {"type": "object"}}]))
+    completed = run_command("check", str(name), env={"PYTHONIOENCODING": "utf-8:strict"})
+    assert completed.returncode == 0, completed.stderr
+    assert b"\x1b" not in completed.stdout
+    assert b"odd\\x1b[2Jname.json" in completed.stdout
+
+
+def test_a_reader_that_goes_away_stops_the_output_quietly() -> None:
+    # As in `prism-tools list | head -1`: the pipe closes after the first line.
+    child = subprocess.Popen(
+        [sys.executable, "-m", "prism_tools", "list"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdout is not None
+    assert child.stderr is not None
+    child.stdout.readline()
+    child.stdout.close()
+    status = child.wait(timeout=120)
+    err = child.stderr.read()
+    child.stderr.close()
+    assert status == 141
+    assert err == b""
+
+
+def test_output_that_cannot_be_written_is_one_line_and_exit_2() -> None:
+    with open("/dev/full", "wb") as full:
+        completed = run_command("export", "@examples", stdout=full, stderr=subprocess.PIPE)
+    assert completed.returncode == 2
+    assert completed.stderr.count(b"\n") == 1
+    assert completed.stderr.startswith(b"prism-tools export: cannot write output: ")
+
+
+def test_a_closed_standard_output_is_one_line_and_exit_2() -> None:
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.stdout = None; from prism_tools.cli import main; "
+            "raise SystemExit(main(['version']))",
+        ],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert completed.returncode == 2
+    assert completed.stderr == b"prism-tools: standard output is closed\n"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("check",), ("list", "--domain", "astrology"), ("search", "@examples", "x", "-k", "many")],
+)
+def test_a_usage_error_is_one_line(
+    capsys: pytest.CaptureFixture[str], argv: tuple[str, ...]
+) -> None:
+    status, out, err = run_cli_both(capsys, *argv)
+    assert status == 2
+    assert out == ""
+    assert err.count("\n") == 1, err
+    assert err.startswith(f"prism-tools {argv[0]}: ")
+
+
+def test_an_endless_or_nameless_catalog_is_refused_unread(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status, _, err = run_cli_both(capsys, "check", "/dev/zero")
+    assert status == 2
+    assert err == "prism-tools check: catalog: cannot read '/dev/zero': larger than 64 MiB\n"
+    status, _, err = run_cli_both(capsys, "check", "")
+    assert status == 2
+    assert err == "prism-tools check: catalog: cannot read '': no file name given\n"
+
+
+def test_check_finds_duplicates_inside_one_gemini_tool_object(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    declaration = {"name": "get_weather", "parameters": {"type": "object"}}
+    path = tmp_path / "gemini.json"
+    path.write_text(json.dumps([{"function_declarations": [declaration, declaration]}]))
+    status, out, _ = run_cli_both(capsys, "check", str(path))
+    assert status == 1
+    assert "duplicate tool name 'get_weather'" in out

@@ -89,11 +89,13 @@ def check_catalog(
     problems = list(load_problems)
     # A fresh adapter: the catalog's schemas must not count against, or evict, a host's cache.
     adapter = create_json_schema_adapter()
-    first_at: dict[str, int] = {}
+    # Keyed by the tool's own place in the list: one catalog entry may hold several tools (a
+    # Gemini tool object declares many functions), so two of them share an entry position.
+    first_at: dict[str, tuple[int, int]] = {}
     checked = without_schema = 0
     for done, (position, tool) in enumerate(zip(positions, tools, strict=True), start=1):
-        earlier = first_at.setdefault(tool.name, position)
-        if earlier != position:
+        first, earlier = first_at.setdefault(tool.name, (done, position))
+        if first != done:
             problems.append(
                 CatalogFinding(
                     position,

@@ -11,11 +11,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import io
+import os
 import sys
 import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TextIO, cast
+from typing import NoReturn, TextIO, cast
 
 from prism_tools import __version__, _json
 from prism_tools.catalog_check import CatalogCheck, CatalogFinding, check_catalog
@@ -41,13 +43,26 @@ PROGRESS_EVERY = 100
 """Tools between two progress lines of ``check`` on a terminal."""
 
 
+# The exit status when the reader of the output went away (a closed pipe): 128 + SIGPIPE, as a
+# command killed by it would give.
+EXIT_CLOSED_PIPE = 141
+
+
 class CommandError(Exception):
     """A one-line reason a command cannot run; ``main`` prints it and returns 2."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors (``prism-tools <command>: <reason>``), as every
+    other error of the command is."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``prism-tools`` command."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="prism-tools",
         description="A tool harness for LLM agents. Run 'prism-tools demo' for a tour.",
     )
@@ -223,7 +238,7 @@ def _check(source: str, as_json: bool, require_schema: bool, out: TextIO, err: T
 
 
 def _format_check(source: str, shape: str, result: CatalogCheck) -> str:
-    lines = [f"{source}: {result.tools} tools ({shape})"]
+    lines = [f"{_terminal(_argument_text(source))}: {result.tools} tools ({shape})"]
     for problem in result.problems:
         if problem.kind == "invalid_entry":
             lines.append(f"  {_terminal(problem.message)}")  # already says which entry
@@ -355,6 +370,41 @@ def _bench(args: Sequence[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status instead of exiting."""
+    if sys.stdout is None or sys.stderr is None:
+        # Started with its output closed (``>&-``): nowhere to write the result.
+        if sys.stderr is not None:
+            sys.stderr.write("prism-tools: standard output is closed\n")
+        return 2
+    for stream in (sys.stdout, sys.stderr):
+        # A terminal that cannot encode a character gets its escape, not a traceback.
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # what is still buffered fails here, where it is reported
+    except BrokenPipeError:
+        # The reader went away: stop quietly, and keep the interpreter's final flush of the
+        # buffered rest from failing again.
+        _silence_stdout()
+        return EXIT_CLOSED_PIPE
+    except OSError as error:  # a full disk, a closed file
+        _silence_stdout()
+        sys.stderr.write(
+            f"prism-tools: cannot write output: {error.strerror or type(error).__name__}\n"
+        )
+        return 2
+    return status
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass  # not a file descriptor (a test's buffer): nothing is flushed to a pipe later
+
+
+def _main(argv: Sequence[str] | None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:1] == ["bench"]:
         # Everything after 'bench' belongs to the report script, '--help' included, which
@@ -383,11 +433,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _export(args.catalog, cast(CatalogFormat, args.format), args.strict, out)
         if args.command == "list":
             return _list(args.domain, out)
+        out.write(f"prism-tools {__version__}\n")
+        return 0
     except CommandError as error:
         err.write(f"prism-tools {args.command}: {_terminal(str(error))}\n")
+        return 2
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        # Output that could not be written (a full disk, a closed file).
+        _silence_stdout()
+        reason = error.strerror or type(error).__name__
+        err.write(f"prism-tools {args.command}: cannot write output: {reason}\n")
         return 2
     except KeyboardInterrupt:
         err.write(f"prism-tools {args.command}: interrupted\n")
         return 130
-    out.write(f"prism-tools {__version__}\n")
-    return 0

@@ -39,6 +39,8 @@ CatalogFormat: TypeAlias = Literal[
 CATALOG_FORMATS: Final[tuple[CatalogFormat, ...]] = get_args(CatalogFormat)
 
 EXTRAS_KEY: Final = "catalog_extras"
+MAX_CATALOG_BYTES: Final = 64 * 2**20
+"""The largest catalog file ``load_catalog`` reads (tens of thousands of tools fit)."""
 """The ``metadata`` key holding provider keys that have no ``ToolDefinition`` field, per family
 (``openai``, ``anthropic``, ``gemini``, ``mcp``, ``plain``): ``{family: {key: value}}``."""
 
@@ -219,12 +221,21 @@ def _read(
         data = bytes(source)
         suffix = ""
     else:
+        if not os.fspath(source):
+            raise CatalogFormatError("cannot read '': no file name given")
         path = Path(source)
         try:
-            data = path.read_bytes()
+            with path.open("rb") as file:
+                # One byte past the limit tells a file at the limit from a longer one, without
+                # reading an endless one (/dev/zero) to its end.
+                data = file.read(MAX_CATALOG_BYTES + 1)
         except (OSError, ValueError) as err:  # ValueError: a NUL byte in the path
             reason = getattr(err, "strerror", None) or _one_line(str(err))
             raise CatalogFormatError(f"cannot read {str(path)!r}: {reason}") from None
+        if len(data) > MAX_CATALOG_BYTES:
+            raise CatalogFormatError(
+                f"cannot read {str(path)!r}: larger than {MAX_CATALOG_BYTES // 2**20} MiB"
+            )
         suffix = path.suffix.lower()
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
@@ -709,9 +720,14 @@ def _nests_past(value: Any, limit: int) -> bool:
     return any(_nests_past(item, limit - 1) for item in items)
 
 
-def _restore(entry: dict[str, JSONValue], extras: Mapping[str, JSONValue]) -> None:
+def _restore(
+    entry: dict[str, JSONValue], extras: Mapping[str, JSONValue], known: frozenset[str]
+) -> None:
+    """Writes the stored extras back into ``entry``, except the fields the format maps from the
+    tool itself (``known``): those come from the tool's own description and schema only, the
+    ones ``check`` looked at, even when the tool leaves them out (no description, no schema)."""
     for key, value in extras.items():
-        if key not in entry:  # a mapped field always wins over a stale extra
+        if key not in entry and key not in known:  # a mapped field always wins over an extra
             entry[key] = to_plain(value)
 
 
@@ -724,7 +740,7 @@ def _openai_function(tool: ToolDefinition, strict: bool, index: int) -> dict[str
             index=index,
         )
         function["strict"] = True
-    _restore(function, _extras(tool, "openai"))
+    _restore(function, _extras(tool, "openai"), _OPENAI_KNOWN)
     return function
 
 
@@ -764,7 +780,7 @@ def to_anthropic(tools: Sequence[ToolDefinition]) -> list[dict[str, JSONValue]]:
     out: list[dict[str, JSONValue]] = []
     for _, tool in _exportable(tools):
         entry = anthropic_tool(tool)
-        _restore(entry, _extras(tool, "anthropic"))
+        _restore(entry, _extras(tool, "anthropic"), _ANTHROPIC_KNOWN)
         out.append(entry)
     return out
 
@@ -784,7 +800,7 @@ def to_gemini(
         if tool.parameters is not None:
             key = "parameters_json_schema" if json_schema else "parameters"
             declaration[key] = to_plain(tool.parameters)
-        _restore(declaration, _extras(tool, "gemini"))
+        _restore(declaration, _extras(tool, "gemini"), _GEMINI_KNOWN)
         declarations.append(declaration)
     return [{"function_declarations": declarations}] if declarations else []
 
@@ -800,7 +816,7 @@ def to_mcp(tools: Sequence[ToolDefinition]) -> list[dict[str, JSONValue]]:
         entry["inputSchema"] = to_plain(
             EMPTY_PARAMETERS if tool.parameters is None else tool.parameters
         )
-        _restore(entry, _extras(tool, "mcp"))
+        _restore(entry, _extras(tool, "mcp"), _MCP_KNOWN)
         out.append(entry)
     return out
 
@@ -829,7 +845,7 @@ def to_plain_catalog(tools: Sequence[ToolDefinition]) -> list[dict[str, JSONValu
                 del metadata[EXTRAS_KEY]
         if metadata:
             entry["metadata"] = to_plain(metadata)
-        _restore(entry, extras)
+        _restore(entry, extras, _PLAIN_KNOWN)
         out.append(entry)
     return out
 
@@ -1065,8 +1081,15 @@ def _allows_null(schema: Mapping[str, JSONValue]) -> bool:
         return not any(key in schema for key in ("enum", "const", "anyOf", "$ref")) or (
             isinstance(schema.get("enum"), list) and None in cast(list[Any], schema["enum"])
         )
+    annotations = {"description", "title"}
+    # Without a type, an enum or const that lists null already takes it.
+    enum = schema.get("enum")
+    if set(schema) <= {"enum", *annotations} and isinstance(enum, list):
+        return None in enum
+    if set(schema) <= {"const", *annotations} and "const" in schema:
+        return schema["const"] is None
     branches = schema.get("anyOf")
-    if set(schema) <= {"anyOf", "description", "title"} and isinstance(branches, list):
+    if set(schema) <= {"anyOf", *annotations} and isinstance(branches, list):
         return any(isinstance(b, Mapping) and _allows_null(b) for b in branches)
     return False
 
@@ -1094,6 +1117,7 @@ def _nullable(schema: dict[str, JSONValue]) -> dict[str, JSONValue]:
 __all__ = [
     "CATALOG_FORMATS",
     "EXTRAS_KEY",
+    "MAX_CATALOG_BYTES",
     "MAX_NESTING",
     "MAX_STRICT_SCHEMAS",
     "STRICT_UNSUPPORTED",
