@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import enum
 import json
 import re
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from prism_tools import (
     create_tool_registry,
     dispatch_tool_call,
 )
+from prism_tools._json import dumps_lenient
 from prism_tools.types import ignore_progress
 
 
@@ -394,6 +396,59 @@ async def test_denied_tool_is_blocked() -> None:
     result, recorder, ledger = await run(spy, call(), filter={"deny": ["echo"]})
     assert result.error == ErrorInfo(message="Tool denied: echo")
     assert_blocked_once(spy, recorder, ledger, "tool_denied")
+
+
+class ToolName(enum.StrEnum):
+    ECHO = "echo"
+
+
+class OwnStr(str):
+    """A str subclass whose own methods would name another tool, or raise."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("a subclass's __str__ must not be asked")
+
+    def __eq__(self, other: object) -> bool:
+        return False
+
+    __hash__ = str.__hash__
+
+
+@pytest.mark.parametrize("name", [ToolName.ECHO, OwnStr("echo")], ids=["StrEnum", "str_subclass"])
+async def test_a_name_of_a_str_subclass_runs_the_tool_its_characters_spell(name: str) -> None:
+    spy = Spy()
+    result, recorder, ledger = await run(spy, call(name))
+    assert result.error is None
+    assert result.value == "ok"
+    assert len(spy.calls) == 1
+    assert type(result.name) is str
+    assert result.name == "echo"
+    assert recorder.types == ["tool_execution_started", "tool_execution_finished"]
+    assert [(row.status, type(row.name)) for row in ledger.records] == [
+        ("started", str),
+        ("finished", str),
+    ]
+
+
+@pytest.mark.parametrize("name", [ToolName.ECHO, OwnStr("echo")], ids=["StrEnum", "str_subclass"])
+async def test_a_name_of_a_str_subclass_is_filtered_by_its_characters(name: str) -> None:
+    spy = Spy()
+    result, recorder, ledger = await run(spy, call(name), filter={"deny": ["echo"]})
+    assert result.error == ErrorInfo(message="Tool denied: echo")
+    assert_blocked_once(spy, recorder, ledger, "tool_denied")
+    result, _, _ = await run(spy, call(name), filter=[ToolFilter(allow=["other"])])
+    assert result.metadata == {"blocked_reason": "tool_denied"}
+    assert spy.calls == []
+
+
+async def test_a_name_that_cannot_be_printed_is_an_unknown_tool_and_never_quoted() -> None:
+    secret = "sk-name-5Rt8Wq2Zx7Lp"
+    spy = Spy()
+    result, recorder, ledger = await run(spy, call(cast(str, Unprintable(secret))))
+    assert result.error == ErrorInfo(message="Unknown tool: [Unprintable Unprintable]")
+    assert result.metadata == {"blocked_reason": "unknown_tool"}
+    assert_blocked_once(spy, recorder, ledger, "unknown_tool")
+    assert secret not in dumps_lenient([result, recorder.events, ledger.records]).decode()
 
 
 async def test_allow_list_without_the_tool_denies_it() -> None:

@@ -1,7 +1,11 @@
 from __future__ import annotations
 
+import itertools
+import subprocess
 import sys
+import textwrap
 import threading
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -11,10 +15,13 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from prism_tools import (
     DuplicateToolError,
     PrismError,
+    ToolCall,
     ToolDefinition,
+    ToolExecutionContext,
     ToolRegistry,
     UnknownToolError,
     create_tool_registry,
+    dispatch_tool_call,
 )
 from prism_tools._core import Registry
 
@@ -130,6 +137,81 @@ def test_a_name_holding_a_lone_surrogate_is_refused_and_never_found() -> None:
         registry.resolve("a\ud800")
 
 
+def test_the_core_insert_puts_the_tool_in_its_slot_in_the_same_call() -> None:
+    table = Registry()
+    tools: list[Any] = []
+    first, second, replacement = tool("a", 1), tool("b", 2), tool("a", 3)
+    assert table.insert("a", first, tools) == (0, False)
+    assert table.insert("b", second, tools) == (1, False)
+    assert [id(held) for held in tools] == [id(first), id(second)]
+    assert table.insert("a", replacement, tools) == (0, True)
+    assert [id(held) for held in tools] == [id(replacement), id(second)]
+    assert table.names() == ["a", "b"]
+    assert (table.slot("a"), table.slot("b"), len(table)) == (0, 1, 2)
+
+
+def test_the_core_insert_refuses_a_tool_list_out_of_step_and_changes_neither() -> None:
+    table = Registry()
+    tools: list[Any] = []
+    table.insert("a", tool("a"), tools)
+    table.insert("b", tool("b"), tools)
+    for wrong in ([tools[0]], [*tools, tool("x")], []):
+        held = list(wrong)
+        for name in ("a", "c"):  # a replacement and an addition
+            with pytest.raises(RuntimeError, match="the tool list does not match the name table"):
+                table.insert(name, tool(name), wrong)
+            assert [id(item) for item in wrong] == [id(item) for item in held]
+            assert table.names() == ["a", "b"]
+            assert len(table) == 2
+    assert [item.name for item in tools] == ["a", "b"]
+
+
+def test_a_name_the_core_refuses_leaves_the_tool_list_as_it_was() -> None:
+    # The list is appended to before the name table changes; a refusal takes the tool out again.
+    strict = Registry("error")
+    tools: list[Any] = []
+    first = tool("a")
+    strict.insert("a", first, tools)
+    refusals: list[tuple[type[Exception], str]] = [
+        (DuplicateToolError, "a"),
+        (ValueError, "x" * 5000),
+        (ValueError, "a\ud800"),
+    ]
+    for error, name in refusals:
+        with pytest.raises(error):
+            strict.insert(name, tool("b"), tools)
+        assert tools == [first]
+        assert strict.names() == ["a"]
+
+
+def test_a_replaced_tool_that_looks_a_tool_up_when_freed_does_not_hang() -> None:
+    # Freeing the replaced tool runs its code. Were the name table still locked for writing, the
+    # lookup would wait for it forever with the GIL held: so in a child process, with a timeout.
+    script = textwrap.dedent(
+        """
+        from prism_tools._core import Registry
+
+        table, tools, seen = Registry(), [], []
+
+        class LooksUp:
+            def __del__(self):
+                seen.append((table.slot("a"), table.names(), len(table), "a" in table))
+                seen.append([type(item).__name__ for item in tools])
+
+        table.insert("a", LooksUp(), tools)
+        table.insert("b", "kept", tools)
+        print(table.insert("a", "replacement", tools))
+        print(seen)
+        """
+    )
+    child = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert child.returncode == 0, child.stderr
+    assert child.stderr == ""
+    assert child.stdout.splitlines() == ["(0, True)", "[(0, ['a', 'b'], 2, True), ['str', 'str']]"]
+
+
 class RegistryModel(RuleBasedStateMachine):
     """The registry behaves like an insertion-ordered dict under the replace policy."""
 
@@ -178,3 +260,119 @@ def test_a_listing_taken_while_another_thread_replaces_a_tool_holds_each_name_on
         writer.join()
         sys.setswitchinterval(interval)
     assert all(names == ["a", "b", "c"] for names in listings)
+
+
+class Interrupted(BaseException):
+    """What a signal handler (Ctrl-C, a timeout) raises at whatever instruction is running."""
+
+
+def register_interrupted_at(registry: ToolRegistry, definition: ToolDefinition, step: int) -> bool:
+    """``registry.register(definition)`` with ``Interrupted`` raised before the instruction of
+    ``register`` numbered ``step`` (from 0, in the order they run), as a signal handler could
+    raise it; whether the registration got that far (if not, it ran to its end)."""
+    code = ToolRegistry.register.__code__
+    ran = 0
+
+    def instruction(frame: FrameType, event: str, arg: Any) -> Any:
+        nonlocal ran
+        if event == "opcode":
+            ran += 1
+            if ran == step + 1:
+                raise Interrupted
+        return instruction
+
+    def calls(frame: FrameType, event: str, arg: Any) -> Any:
+        if frame.f_code is not code:
+            return None
+        frame.f_trace_opcodes = True
+        return instruction
+
+    previous = sys.gettrace()
+    sys.settrace(calls)
+    try:
+        registry.register(definition)
+    except Interrupted:
+        pass
+    finally:
+        sys.settrace(previous)
+    if registry._lock.locked():
+        # Raised between the end of the with block and its __exit__ call, a gap no Python code
+        # can close: the lock is given back here so the rest can be checked.
+        registry._lock.release()
+    return ran > step
+
+
+def assert_in_step(registry: ToolRegistry) -> None:
+    names = registry.names()
+    assert [definition.name for definition in registry.list()] == names
+    assert len(registry.list()) == len(registry)
+    for name in names:
+        found = registry.get(name)
+        assert found is not None
+        assert found.name == name
+
+
+async def test_a_registration_interrupted_at_any_instruction_leaves_names_and_tools_in_step() -> (
+    None
+):
+    ran: list[str] = []
+
+    def runs(name: str, description: str = "") -> ToolDefinition:
+        return ToolDefinition(name, execute=lambda a, c: ran.append(name), description=description)
+
+    deny = {"deny": ["delete_all"]}
+    for step in itertools.count():
+        assert step < 1000, "register never ran to its end"
+        reached = False
+        for name in ("a", "new"):  # a replacement and an addition
+            registry = create_tool_registry([runs("a"), runs("b")])
+            reached |= register_interrupted_at(registry, runs(name, "interrupted"), step)
+            assert_in_step(registry)
+            assert registry.names() in (["a", "b"], ["a", "b", "new"])
+            # Registrations after the interrupted one resolve to their own tools.
+            for later in ("read_file", "delete_all", "noop"):
+                registry.register(runs(later))
+            assert_in_step(registry)
+            assert "delete_all" not in [definition.name for definition in registry.filter(deny)]
+            for target in registry.names():
+                ran.clear()
+                context = ToolExecutionContext(session_id="s", run_id="r", tool_call_id="c")
+                result = await dispatch_tool_call(
+                    ToolCall("c", target, {}), registry, context, filter=deny
+                )
+                if target == "delete_all":
+                    assert result.metadata == {"blocked_reason": "tool_denied"}
+                    assert ran == []
+                else:
+                    assert result.error is None, (step, name, target)
+                    assert ran == [target], (step, name, target)
+        if not reached:
+            break
+
+
+def test_a_replaced_tool_that_lists_the_registry_when_freed_does_not_hang() -> None:
+    # register holds the registry's lock while it replaces; the replaced tool is freed after it
+    # is released, so its code may list the registry. A hang would hold the GIL: a child process.
+    script = textwrap.dedent(
+        """
+        from prism_tools import ToolDefinition, create_tool_registry
+
+        registry = create_tool_registry()
+
+        class Body:
+            def __call__(self, arguments, context):
+                return 1
+
+            def __del__(self):
+                print([tool.name for tool in registry.list()], [tool.name for tool in registry])
+
+        registry.register(ToolDefinition("a", execute=Body()))
+        registry.register(ToolDefinition("a", execute=lambda arguments, context: 2))
+        print("registered")
+        """
+    )
+    child = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.splitlines() == ["['a'] ['a']", "registered"]

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import ItemsView, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 
-from prism_tools import ToolDefinition, ToolFilter, create_secret_redactor, create_tool_registry
+from prism_tools import (
+    ToolDefinition,
+    ToolFilter,
+    check_schema,
+    create_json_schema_adapter,
+    create_secret_redactor,
+    create_tool_registry,
+)
 
 
 @pytest.mark.timeout(60)
@@ -59,3 +69,41 @@ def test_row_ids_stay_unique_across_blocks_and_threads() -> None:
     assert len(set(drawn)) == len(drawn)
     prefixes = {row_id.rsplit("_", 1)[0] for row_id in drawn}
     assert len(prefixes) == 1
+
+
+@pytest.mark.timeout(60)
+def test_a_schema_another_thread_changes_while_a_mapping_in_it_is_read_is_validated() -> None:
+    # The core walks the schema; a host mapping in it runs Python code to list its items, and
+    # meanwhile another thread adds keys to the dict the walk is in. That used to panic the core.
+    class Waits(Mapping[str, Any]):
+        def __init__(self, schema: dict[str, Any]) -> None:
+            self.schema = schema
+
+        def __getitem__(self, key: str) -> Any:
+            return {"type": "string"}[key]
+
+        def __iter__(self) -> Iterator[str]:
+            return iter(["type"])
+
+        def __len__(self) -> int:
+            return 1
+
+        def items(self) -> ItemsView[str, Any]:
+            schema = self.schema
+            writer = threading.Thread(target=lambda: schema.update({f"x-{len(schema)}": {}}))
+            writer.start()
+            writer.join()
+            return super().items()
+
+    def fresh() -> dict[str, Any]:
+        schema: dict[str, Any] = {}
+        schema["properties"] = {"a": Waits(schema)}
+        schema["type"] = "object"
+        return schema
+
+    schema = fresh()
+    issues = create_json_schema_adapter().validate(schema, {"a": 1})
+    assert [(issue.path, issue.keyword) for issue in issues] == [("/a", "type")]
+    assert "x-2" in schema  # the other thread did write while the schema was read
+    check_schema(fresh())  # passes the guards
+    create_tool_registry([ToolDefinition("t", parameters=fresh())], check_schemas=True)

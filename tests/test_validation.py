@@ -9,7 +9,7 @@ import socket
 import sys
 import threading
 import types
-from collections.abc import Iterator
+from collections.abc import ItemsView, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -1292,6 +1292,30 @@ def test_a_repeated_schema_counts_as_a_hit_every_time() -> None:
     assert core.cache_info()[:2] == (hits + 10, misses)
 
 
+def test_a_schema_the_guards_refuse_counts_as_neither_hit_nor_miss() -> None:
+    # Refused before the cache (NaN, too large) or after it (a remote $ref, a forbidden key, an
+    # invalid keyword): never a hit, never a miss, never kept.
+    adapter = create_json_schema_adapter(max_schema_bytes=64)
+    refused: list[Any] = [
+        {"$ref": "http://example.com/schema.json"},
+        {"properties": {"__proto__": {}}},
+        {"type": 5},
+        {"minimum": float("nan")},
+        {"description": "x" * 100},
+    ]
+    for schema in refused:
+        before = adapter.cache_info()
+        for _ in range(3):
+            with pytest.raises(SchemaGuardError):
+                adapter.validate(schema, {})
+        assert adapter.cache_info() == before, schema
+    assert adapter.cache_info() == (0, 0, 256, 0)
+    good = {"type": "object"}
+    for _ in range(3):
+        assert adapter.validate(good, {}) == []
+    assert adapter.cache_info() == (2, 1, 256, 1)
+
+
 def test_two_validators_never_answer_with_each_others_compiled_schema() -> None:
     # One schema object, one thread, two validators with different limits taking turns: each
     # call must use its own validator's compiled schema (and so its own argument limits).
@@ -1636,3 +1660,124 @@ def test_a_schema_held_in_another_kind_of_mapping_validates_as_a_dict_would() ->
     assert refused.code == "invalid_tool_arguments"
     create_tool_registry([tool], check_schemas=True)  # passes the guards at registration
     check_schema(schema)
+
+
+class HostMapping(Mapping[str, Any]):
+    """A host's own read-only mapping (not a dict) over ``content``."""
+
+    def __init__(self, content: dict[str, Any]) -> None:
+        self.content = content
+
+    def __getitem__(self, key: str) -> Any:
+        return self.content[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.content)
+
+    def __len__(self) -> int:
+        return len(self.content)
+
+
+class WritesIntoItsSchema(HostMapping):
+    """A mapping whose ``items()`` adds a key to the schema holding it, as a lazily resolved view
+    that caches into its parent might: the core is reading that schema at the time."""
+
+    def __init__(self, schema: dict[str, Any], content: dict[str, Any]) -> None:
+        super().__init__(content)
+        self.schema = schema
+
+    def items(self) -> ItemsView[str, Any]:
+        self.schema[f"x-resolved-{len(self.schema)}"] = {}
+        return super().items()
+
+
+def schema_written_into_while_read() -> dict[str, Any]:
+    """``{"type": "object", "properties": {"a": {"type": "string"}}}``, the inner schema a
+    ``WritesIntoItsSchema`` over the outer one."""
+    schema: dict[str, Any] = {}
+    schema["properties"] = {"a": WritesIntoItsSchema(schema, {"type": "string"})}
+    schema["type"] = "object"
+    return schema
+
+
+def test_a_mapping_that_writes_into_its_schema_while_read_is_validated_without_a_panic() -> None:
+    # The core used to panic (a pyo3 PanicException, a BaseException) on the enclosing dict
+    # changing size under its walk.
+    schema = schema_written_into_while_read()
+    adapter = create_json_schema_adapter()
+    assert adapter.validate(schema, {"a": "text"}) == []
+    issues = adapter.validate(schema, {"a": 1})
+    assert [(issue.path, issue.keyword) for issue in issues] == [("/a", "type")]
+    check_schema(schema_written_into_while_read())  # passes the guards
+    registry = create_tool_registry(check_schemas=True)
+    registry.register(ToolDefinition(name="t", parameters=schema_written_into_while_read()))
+    assert registry.names() == ["t"]
+
+
+async def test_a_mapping_that_writes_into_its_schema_while_read_never_fails_dispatch() -> None:
+    validator = create_json_schema_tool_argument_validator()
+    parameters = schema_written_into_while_read()
+    result, spy, _ = await run({"a": "text"}, parameters=parameters, validate=validator)
+    if result.error is None:
+        assert spy.calls == [{"a": "text"}]
+    else:
+        assert blocked_reason(result) == "validation_failed"
+        assert spy.calls == []
+    result, spy, ledger = await run({"a": 1}, parameters=parameters, validate=validator)
+    assert blocked_reason(result) == "validation_failed"
+    assert [row.reason for row in ledger.records] == ["validation_failed"]
+    assert spy.calls == []
+
+
+class ItemsRaise(HostMapping):
+    """A mapping whose ``items()`` raises ``error``."""
+
+    def __init__(self, content: dict[str, Any], error: BaseException) -> None:
+        super().__init__(content)
+        self.error = error
+
+    def items(self) -> ItemsView[str, Any]:
+        raise self.error
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, SystemExit])
+def test_an_interrupt_raised_while_a_mapping_lists_its_items_propagates(
+    error: type[BaseException],
+) -> None:
+    def schema() -> dict[str, Any]:
+        return {"type": "object", "properties": ItemsRaise({"a": {}}, error("stop"))}
+
+    with pytest.raises(error):
+        create_json_schema_adapter().validate(schema(), {})
+    with pytest.raises(error):
+        check_schema(schema())
+    with pytest.raises(error):
+        create_tool_registry(check_schemas=True).register(
+            ToolDefinition(name="t", parameters=schema())
+        )
+
+
+def test_an_error_raised_while_a_mapping_lists_its_items_is_a_guard_error() -> None:
+    schema = {"type": "object", "properties": ItemsRaise({"a": {}}, LookupError(SECRET))}
+    with pytest.raises(SchemaGuardError) as caught:
+        create_json_schema_adapter().validate(schema, {})
+    assert caught.value.reason == "schema_invalid"
+    assert "ItemsRaise whose items cannot be read at /properties" in str(caught.value)
+    assert SECRET not in str(caught.value)
+
+
+def test_a_schema_made_of_host_mappings_validates_as_a_dict_would() -> None:
+    schema = HostMapping(
+        {
+            "type": "object",
+            "properties": HostMapping({"n": HostMapping({"type": "integer", "minimum": 1})}),
+            "required": ["n"],
+        }
+    )
+    adapter = create_json_schema_adapter()
+    assert adapter.validate(schema, {"n": 2}) == []
+    assert [(issue.path, issue.keyword) for issue in adapter.validate(schema, {"n": "two"})] == [
+        ("/n", "type")
+    ]
+    assert [issue.keyword for issue in adapter.validate(schema, {"n": 0})] == ["minimum"]
+    assert [issue.keyword for issue in adapter.validate(schema, {})] == ["required"]

@@ -63,9 +63,13 @@ class ToolRegistry:
         if self._check_schemas is not None and tool.parameters is not None:
             self._check_schemas.check_schema(tool.parameters)
         with self._lock:
+            # Held until the lock is released: freeing a replaced tool may run its code, which
+            # may list this registry.
+            replaced = self.get(tool.name)
             # The name and its tool change in one call into the core: no exception raised in
             # between (a signal handler's, a timeout's) can leave them out of step.
             self._names.insert(tool.name, tool, self._tools)
+        del replaced
         return tool
 
     def get(self, name: str) -> ToolDefinition | None:
