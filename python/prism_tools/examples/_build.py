@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
@@ -32,6 +33,22 @@ Handler = Callable[[dict[str, JSONValue], ToolExecutionContext], Any]
 
 REFERENCE_DAY = date(2025, 3, 3)
 """The "today" of all fake data: anchored, not read from the clock, so answers never drift."""
+
+EARLIEST_DAY = date(1900, 1, 1)
+LATEST_DAY = date(2100, 12, 31)
+"""The dates the tools support; a date argument outside them is refused with a ``ValueError``
+naming the field, before any date arithmetic could overflow."""
+DAY_RANGE_NOTE = f"Supported years: {EARLIEST_DAY.year}-{LATEST_DAY.year}."
+
+MAX_AMOUNT = 1_000_000_000_000
+"""The largest money amount a calculator or money field takes (a trillion in major units)."""
+MAX_PAYMENT = 1_000_000_000
+"""The largest amount of a single payment, invoice or payout (a billion in major units)."""
+MAX_MAGNITUDE = 1_000_000_000_000_000
+"""The largest absolute value of a plain measurement or data value (10^15; floats count whole
+numbers exactly up to about 9 * 10^15)."""
+DATE_FORMATS = frozenset(("date", "date-time"))
+RESULT_OUT_OF_RANGE = "the result is out of range (too large to represent); use smaller values"
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -78,7 +95,12 @@ def string(
     pattern: str | None = None,
     fmt: str | None = None,
 ) -> Param:
-    """A string property; ``fmt`` sets the JSON Schema ``format`` (``date``, ``email``, ...)."""
+    """A string property; ``fmt`` sets the JSON Schema ``format`` (``date``, ``email``, ...).
+
+    A date or timestamp says in its description which years the tools support (JSON Schema has
+    no keyword for a range of dates); ``check_dates`` refuses the others."""
+    if fmt in DATE_FORMATS:
+        description = f"{description} {DAY_RANGE_NOTE}"
     schema: Schema = {"type": "string"}
     if min_length is not None:
         schema["minLength"] = min_length
@@ -182,11 +204,11 @@ def strings(
     *,
     required: bool = True,
     min_items: int = 1,
-    max_items: int | None = None,
+    max_items: int | None = 100,
     example: list[str] | None = None,
     item_format: str | None = None,
 ) -> Param:
-    """An array of non-empty strings."""
+    """An array of non-empty strings, at most ``max_items`` of them (100 unless told)."""
     items: Schema = {"type": "string", "minLength": 1}
     if item_format is not None:
         items["format"] = item_format
@@ -202,10 +224,15 @@ def numbers(
     *,
     required: bool = True,
     min_items: int = 1,
+    max_items: int = 10_000,
+    minimum: float = -MAX_MAGNITUDE,
+    maximum: float = MAX_MAGNITUDE,
     example: list[float] | None = None,
 ) -> Param:
-    """An array of numbers."""
-    schema: Schema = {"type": "array", "items": {"type": "number"}, "minItems": min_items}
+    """An array of numbers within [``minimum``, ``maximum``], at most ``max_items`` of them."""
+    items: Schema = {"type": "number", "minimum": minimum, "maximum": maximum}
+    schema: Schema = {"type": "array", "items": items, "minItems": min_items,
+                      "maxItems": max_items}  # fmt: skip
     return _param(name, description, schema, required=required, example=example)
 
 
@@ -221,9 +248,15 @@ def records(
     *,
     required: bool = True,
     min_items: int = 1,
+    max_items: int = 100,
 ) -> Param:
-    """An array of closed objects."""
-    schema: Schema = {"type": "array", "items": object_schema(props), "minItems": min_items}
+    """An array of closed objects, at most ``max_items`` of them."""
+    schema: Schema = {
+        "type": "array",
+        "items": object_schema(props),
+        "minItems": min_items,
+        "maxItems": max_items,
+    }
     return _param(name, description, schema, required=required)
 
 
@@ -413,14 +446,41 @@ def email_of(name: str, domain: str = "example.com") -> str:
     return f"{name.lower().replace(' ', '.')}@{domain}"
 
 
-def parse_day(value: object, fallback: date = REFERENCE_DAY) -> date:
-    """``value`` as a date (``YYYY-MM-DD`` or a timestamp), else ``fallback``."""
+def leading_day(value: object) -> date | None:
+    """The date ``value`` starts with (``YYYY-MM-DD``, alone or opening a timestamp), if any."""
     if isinstance(value, str) and len(value) >= 10:
         try:
             return date.fromisoformat(value[:10])
         except ValueError:
-            return fallback
-    return fallback
+            return None
+    return None
+
+
+def check_day(when: date, name: str) -> date:
+    """``when`` if it falls within the supported years, else a ``ValueError`` naming the field
+    ``name`` (date arithmetic near year 1 or 9999 would overflow)."""
+    on = when.date() if isinstance(when, datetime) else when
+    if not EARLIEST_DAY <= on <= LATEST_DAY:
+        raise ValueError(
+            f"'{name}' must be a date from {EARLIEST_DAY.isoformat()} to "
+            f"{LATEST_DAY.isoformat()}, got {on.isoformat()}"
+        )
+    return when
+
+
+def parse_day(value: object, fallback: date = REFERENCE_DAY, *, name: str = "date") -> date:
+    """``value`` as a date (``YYYY-MM-DD`` or a timestamp), else ``fallback``; a date outside
+    the supported years is a ``ValueError`` naming the field ``name``."""
+    when = leading_day(value)
+    return fallback if when is None else check_day(when, name)
+
+
+def count_weekdays(first: date, days: int) -> int:
+    """How many of the ``days`` consecutive days from ``first`` fall on Monday to Friday
+    (counted, not walked, so a long span costs no more than a short one)."""
+    weeks, rest = divmod(max(0, days), 7)
+    start = first.weekday()
+    return weeks * 5 + sum(1 for offset in range(rest) if (start + offset) % 7 < 5)
 
 
 def iso_stamp(when: date, hour: int = 9, minute: int = 0) -> str:
@@ -475,7 +535,7 @@ def on_day(low: int = 0, high: int = 30, *, base: str | None = None) -> Field:
     """A date ``low``..``high`` days after the ``base`` argument (or the reference day)."""
 
     def field(draw: Draw, args: Args) -> JSONValue:
-        start = parse_day(args.get(base)) if base else REFERENCE_DAY
+        start = parse_day(args.get(base), name=base) if base else REFERENCE_DAY
         return (start + timedelta(days=draw.integer(low, high))).isoformat()
 
     return field
@@ -485,7 +545,7 @@ def at_time(low_days: int = -7, high_days: int = 0, *, base: str | None = None) 
     """A timestamp on a day ``low_days``..``high_days`` from ``base`` (or the reference day)."""
 
     def field(draw: Draw, args: Args) -> JSONValue:
-        start = parse_day(args.get(base)) if base else REFERENCE_DAY
+        start = parse_day(args.get(base), name=base) if base else REFERENCE_DAY
         when = start + timedelta(days=draw.sub("d").integer(low_days, high_days))
         return iso_stamp(when, draw.sub("h").integer(7, 19), draw.sub("m").pick((0, 15, 30, 45)))
 
@@ -681,19 +741,88 @@ def _with_defaults(params: Sequence[Param]) -> dict[str, JSONValue]:
     return {p.name: p.schema["default"] for p in params if "default" in p.schema}
 
 
-def _shape_handler(name: str, shape: Shape, seed: Sequence[str] | None, defaults: Args) -> Handler:
+# --------------------------------------------------------------------------------------------
+# Guards every shape and compute body runs behind
+# --------------------------------------------------------------------------------------------
+
+_INT_LIMIT = 2**63  # JSON writers (orjson among them) hold 64-bit integers, no wider
+
+
+def finite_result(value: T) -> T:
+    """``value`` if every number in it is finite and fits a 64-bit integer; otherwise a
+    ``ValueError`` (``RESULT_OUT_OF_RANGE``), never a NaN or infinity written as ``null``."""
+    stack: list[object] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                raise ValueError(RESULT_OUT_OF_RANGE)
+        elif isinstance(item, int):
+            if not -_INT_LIMIT <= item < _INT_LIMIT:
+                raise ValueError(RESULT_OUT_OF_RANGE)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return value
+
+
+def has_dates(schema: JSONValue) -> bool:
+    """Whether ``schema`` has a ``date`` or ``date-time`` string anywhere inside."""
+    if isinstance(schema, dict):
+        fmt = schema.get("format")
+        if isinstance(fmt, str) and fmt in DATE_FORMATS:
+            return True
+        return any(has_dates(child) for child in schema.values())
+    if isinstance(schema, list):
+        return any(has_dates(child) for child in schema)
+    return False
+
+
+def check_dates(schema: JSONValue, value: JSONValue, where: str = "") -> None:
+    """Refuse, with a ``ValueError`` naming the field, any ``date`` or ``date-time`` string in
+    ``value`` (arguments shaped by ``schema``) outside the supported years. Text that is not a
+    date is left to the tool, which falls back or refuses it in its own words."""
+    if not isinstance(schema, dict):
+        return
+    fmt = schema.get("format")
+    if isinstance(fmt, str) and fmt in DATE_FORMATS:
+        when = leading_day(value)
+        if when is not None:
+            check_day(when, where or "date")
+        return
+    properties = schema.get("properties")
+    if isinstance(properties, dict) and isinstance(value, dict):
+        for key, child in properties.items():
+            if key in value:
+                check_dates(child, value[key], f"{where}.{key}" if where else key)
+    items = schema.get("items")
+    if isinstance(items, dict) and isinstance(value, list):
+        for index, item in enumerate(value):
+            check_dates(items, item, f"{where}[{index}]")
+
+
+def _guard(schema: Schema | None, args: Args) -> None:
+    if schema is not None:
+        check_dates(schema, dict(args))
+
+
+def _shape_handler(
+    name: str, shape: Shape, seed: Sequence[str] | None, defaults: Args, dated: Schema | None
+) -> Handler:
     def execute(args: dict[str, JSONValue], context: ToolExecutionContext) -> JSONValue:
+        _guard(dated, args)
         merged = {**defaults, **args}
         chosen = merged if seed is None else {key: merged.get(key) for key in seed}
-        return build(shape, Draw.seeded(name, chosen), merged)
+        return finite_result(build(shape, Draw.seeded(name, chosen), merged))
 
     return execute
 
 
 def _async_shape_handler(
-    name: str, shape: Shape, seed: Sequence[str] | None, defaults: Args
+    name: str, shape: Shape, seed: Sequence[str] | None, defaults: Args, dated: Schema | None
 ) -> Handler:
-    sync = _shape_handler(name, shape, seed, defaults)
+    sync = _shape_handler(name, shape, seed, defaults, dated)
 
     async def execute(args: dict[str, JSONValue], context: ToolExecutionContext) -> JSONValue:
         return sync(args, context)
@@ -701,9 +830,10 @@ def _async_shape_handler(
     return execute
 
 
-def _compute_handler(compute: Compute, defaults: Args) -> Handler:
+def _compute_handler(compute: Compute, defaults: Args, dated: Schema | None) -> Handler:
     def execute(args: dict[str, JSONValue], context: ToolExecutionContext) -> JSONValue:
-        return compute({**defaults, **args})
+        _guard(dated, args)
+        return finite_result(compute({**defaults, **args}))
 
     return execute
 
@@ -726,6 +856,11 @@ def tool(
 ) -> Spec:
     """Declare one tool: exactly one of ``out`` (fake fields), ``compute`` or ``handler``.
 
+    ``out`` and ``compute`` bodies run behind two guards: a date argument outside the
+    supported years is refused before the body runs, and a result holding a NaN, an infinity
+    or an integer wider than 64 bits is refused after it (both as a ``ValueError``, which
+    dispatch turns into an error result the model can read). A ``handler`` is on its own.
+
     ``seed`` names the arguments the fake output depends on (default: all of them), so that,
     say, a city's weather does not change with the units asked for.
     """
@@ -734,13 +869,15 @@ def tool(
         raise ValueError(f"tool {name!r} needs exactly one of out, compute or handler")
     plist = tuple(params)
     defaults = _with_defaults(plist)
+    schema = object_schema(plist)
+    dated = schema if has_dates(schema) else None
     chosen_kind = kind or infer_kind(name)
     body: Handler
     if out is not None:
         make = _async_shape_handler if chosen_kind in _ASYNC_KINDS else _shape_handler
-        body = make(name, out, seed, defaults)
+        body = make(name, out, seed, defaults, dated)
     elif compute is not None:
-        body = _compute_handler(compute, defaults)
+        body = _compute_handler(compute, defaults, dated)
         if kind is None and chosen_kind not in ("read", "search", "fetch"):
             chosen_kind = "think"  # a pure computation changes nothing, whatever its verb says
     else:
@@ -757,6 +894,13 @@ def group(domain: str, *specs: Spec) -> tuple[Spec, ...]:
 # --------------------------------------------------------------------------------------------
 # Helpers for compute bodies
 # --------------------------------------------------------------------------------------------
+
+
+def quoted(value: object, limit: int = 40) -> str:
+    """``repr(value)`` for an error message, cut to about ``limit`` characters so a long
+    argument does not make a long message."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 4]}...{text[-1]}"
 
 
 def text_arg(args: Args, name: str) -> str:

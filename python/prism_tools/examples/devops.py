@@ -33,6 +33,7 @@ from prism_tools.examples._build import (
     on_day,
     person,
     pick,
+    quoted,
     rint,
     rnum,
     rows,
@@ -76,10 +77,11 @@ def run_database_migration(args: Args) -> JSONValue:
 
 
 def cidr_info(args: Args) -> JSONValue:
+    text = text_arg(args, "cidr")
     try:
-        network = ipaddress.ip_network(text_arg(args, "cidr"), strict=False)
+        network = ipaddress.ip_network(text, strict=False)
     except ValueError as err:
-        raise ValueError(f"not a valid CIDR block: {err}") from err
+        raise ValueError(f"not a valid CIDR block: {quoted(text)}") from err
     hosts = network.num_addresses - (2 if network.version == 4 and network.prefixlen < 31 else 0)
     return {
         "network": str(network.network_address),
@@ -106,7 +108,7 @@ def explain_cron(args: Args) -> JSONValue:
         for part in text.split(","):
             match = re.fullmatch(r"(\*|\d+(?:-\d+)?)(?:/(\d+))?", part)
             if match is None:
-                raise ValueError(f"cannot read {name} field {text!r}")
+                raise ValueError(f"cannot read {name} field {quoted(text)}")
             span, step = match.group(1), int(match.group(2) or 1)
             if span == "*":
                 start, stop = low, high
@@ -115,7 +117,7 @@ def explain_cron(args: Args) -> JSONValue:
             else:
                 start = stop = int(span)
             if start < low or stop > high or start > stop or step < 1:
-                raise ValueError(f"{name} field {text!r} is outside {low}-{high}")
+                raise ValueError(f"{name} field {quoted(text)} is outside {low}-{high}")
             values.update(range(start, stop + 1, step))
         parsed[name] = sorted(values)
     runs_per_day = len(parsed["minute"]) * len(parsed["hour"])
@@ -130,7 +132,7 @@ def uptime_budget(args: Args) -> JSONValue:
     return {
         "allowed_downtime_minutes": round(allowed, 2),
         "remaining_minutes": round(allowed - used, 2),
-        "budget_used_percent": round(used / allowed * 100, 1) if allowed else math.inf,
+        "budget_used_percent": round(used / allowed * 100, 1) if allowed > 0 else None,
         "breached": used > allowed,
     }
 
@@ -145,7 +147,12 @@ def _values(args: Args) -> list[float]:
 def summary_statistics(args: Args) -> JSONValue:
     values = _values(args)
     ordered = sorted(values)
-    quartiles = statistics.quantiles(ordered, n=4) if len(values) > 1 else [values[0]] * 3
+    # Inclusive quartiles (the same "type 7" rule as compute_percentile) stay between the
+    # smallest and the largest value; the exclusive default extrapolates past them.
+    quartiles = (
+        statistics.quantiles(ordered, n=4, method="inclusive") if len(values) > 1
+        else [values[0]] * 3
+    )  # fmt: skip
     return {
         "count": len(values),
         "mean": round(statistics.fmean(values), 6),
@@ -347,7 +354,8 @@ OPS_SPECS = group(
          {"pipeline_id": lambda d, a: d.integer(10000, 99999), "status": const("queued"),
           "url": link("ci", "pipelines/")}),
     tool("get_ci_pipeline_status", "Stage-by-stage status of a CI pipeline.",
-         [integer("pipeline_id", "Pipeline number.", minimum=1, example=48213)],
+         [integer("pipeline_id", "Pipeline number.", minimum=1, maximum=2_147_483_647,
+                  example=48213)],
          {"pipeline_id": echo("pipeline_id"),
           "stages": each_of(("build", "test", "lint", "deploy"),
                             {"status": pick("passed", "passed", "failed", "running"),
@@ -366,7 +374,8 @@ OPS_SPECS = group(
          [number("slo_percent", "Availability target.", minimum=50, maximum=99.9999,
                  example=99.9),
           integer("window_days", "SLO window.", minimum=1, maximum=365, example=30),
-          number("downtime_minutes", "Downtime so far.", minimum=0, example=12)],
+          number("downtime_minutes", "Downtime so far.", minimum=0, maximum=525_600,
+                 example=12)],
          compute=uptime_budget),
     tool("describe_cidr_block", "Network address, netmask and host count of a CIDR block.",
          [string("cidr", "CIDR block.", example="10.20.0.0/22")], compute=cidr_info),

@@ -9,6 +9,7 @@ from prism_tools.examples._build import (
     CITIES,
     CITY,
     CURRENCY,
+    DAY_RANGE_NOTE,
     LIMIT,
     Args,
     City,
@@ -17,6 +18,7 @@ from prism_tools.examples._build import (
     at_time,
     boolean,
     chance,
+    check_day,
     choice,
     company,
     const,
@@ -59,6 +61,9 @@ CABINS = ("economy", "premium_economy", "business", "first")
 # Average door-to-door speeds (km/h) and a detour factor over the straight line.
 SPEEDS = {"driving": 70.0, "walking": 4.8, "cycling": 16.0, "transit": 45.0}
 DETOUR = 1.25
+MAX_ROUTE_STOPS = 25
+"""The most stops optimize_route_order orders, like a routing API's waypoint limit: its
+nearest-neighbour search is quadratic in the number of stops."""
 
 
 def haversine_km(a_lat: float, a_lon: float, b_lat: float, b_lon: float) -> float:
@@ -66,7 +71,8 @@ def haversine_km(a_lat: float, a_lon: float, b_lat: float, b_lon: float) -> floa
     p1, p2 = math.radians(a_lat), math.radians(b_lat)
     dp, dl = p2 - p1, math.radians(b_lon - a_lon)
     h = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
-    return 2 * EARTH_RADIUS_KM * math.asin(math.sqrt(h))
+    # Rounding can push h a hair past 1 for nearly antipodal points; asin would refuse it.
+    return 2 * EARTH_RADIUS_KM * math.asin(math.sqrt(min(1.0, max(0.0, h))))
 
 
 def bearing_deg(a_lat: float, a_lon: float, b_lat: float, b_lon: float) -> float:
@@ -159,6 +165,7 @@ def convert_local_time(args: Args) -> JSONValue:
         when = datetime.fromisoformat(raw)
     except ValueError as err:
         raise ValueError("'local_time' must look like 2025-03-14T09:30") from err
+    check_day(when, "local_time")
     shifted = when.replace(tzinfo=None) + timedelta(hours=target.utc_offset - source.utc_offset)
     return {
         "from": {"city": source.name, "local_time": when.replace(tzinfo=None).isoformat()},
@@ -172,6 +179,8 @@ def optimize_route(args: Args) -> JSONValue:
     stops = args.get("stops")
     if not isinstance(stops, list) or len(stops) < 2:
         raise ValueError("'stops' needs at least two places")
+    if len(stops) > MAX_ROUTE_STOPS:
+        raise ValueError(f"'stops' takes at most {MAX_ROUTE_STOPS} places, got {len(stops)}")
     places = [find_city(stop) for stop in stops]
     # Nearest-neighbour from the first stop: simple, and fine for a handful of stops.
     order, remaining = [0], set(range(1, len(places)))
@@ -296,7 +305,8 @@ MAPS_SPECS = group(
                            "duration_minutes": rint(15, 90), "transfers": rint(0, 2)},
                           count_arg="none", default=3)}, kind="fetch"),
     tool("optimize_route_order", "Visit order that keeps a multi-stop trip short.",
-         [strings("stops", "Places to visit; the first is the start.", min_items=2,
+         [strings("stops", f"Places to visit; the first is the start. At most "
+                  f"{MAX_ROUTE_STOPS}.", min_items=2, max_items=MAX_ROUTE_STOPS,
                   example=["Lisbon", "Madrid", "Paris", "Berlin"])],
          compute=optimize_route),
     tool("find_midpoint", "The geographic midpoint between two places.",
@@ -414,7 +424,7 @@ TRAVEL_SPECS = group(
     tool("convert_local_time", "A local time in one city expressed in another city's time.",
          [string("from_city", "City the time is in.", example="Lisbon"),
           string("to_city", "City to convert to.", example="Tokyo"),
-          string("local_time", "Local date and time, e.g. '2025-03-14T09:30'.",
+          string("local_time", f"Local date and time, e.g. '2025-03-14T09:30'. {DAY_RANGE_NOTE}",
                  example="2025-03-14T09:30")],
          compute=convert_local_time),
     tool("create_itinerary", "Bundle bookings into one shareable trip itinerary.",

@@ -9,6 +9,8 @@ from prism_tools.examples._build import (
     COMPANIES,
     CURRENCY,
     LIMIT,
+    MAX_AMOUNT,
+    MAX_PAYMENT,
     REFERENCE_DAY,
     Args,
     Draw,
@@ -48,7 +50,7 @@ CUSTOMER_ID = string("customer_id", "Billing customer id.", example="cus_N8a2Lq"
 INVOICE_ID = string("invoice_id", "Invoice id.", example="in_1PqR7s")
 SUBSCRIPTION_ID = string("subscription_id", "Subscription id.", example="sub_4fG1a")
 AMOUNT = number("amount", "Amount in major units (e.g. 12.50).", exclusive_minimum=0,
-                example=49.0)  # fmt: skip
+                maximum=MAX_PAYMENT, example=49.0)  # fmt: skip
 SYMBOL = string("symbol", "Ticker symbol, e.g. 'ACME'.", pattern="^[A-Z.]{1,6}$", example="ACME")
 
 # A fixed rate table (units per US dollar) keeps conversions deterministic and offline.
@@ -91,15 +93,17 @@ def loan_payment(args: Args) -> JSONValue:
     principal = num_arg(args, "principal")
     months = int_arg(args, "term_months")
     monthly_rate = num_arg(args, "annual_rate_percent") / 100 / 12
-    if monthly_rate == 0:
+    # 1 - (1 + r) ** -n, computed so that a tiny rate does not round it to zero.
+    discount = -math.expm1(-months * math.log1p(monthly_rate))
+    if monthly_rate == 0 or discount <= 0:
         payment = principal / months
     else:
-        payment = principal * monthly_rate / (1 - (1 + monthly_rate) ** -months)
+        payment = principal * monthly_rate / discount
     total = payment * months
     return {
         "monthly_payment": round(payment, 2),
         "total_paid": round(total, 2),
-        "total_interest": round(total - principal, 2),
+        "total_interest": round(total - principal, 2) + 0.0,  # never -0.0
     }
 
 
@@ -132,9 +136,11 @@ def compound_interest(args: Args) -> JSONValue:
     monthly = rate / 12
     months = years * 12
     if contribution:
+        # ((1 + m) ** n - 1) / m, exact enough for a tiny rate (where it tends to n).
+        growth = math.expm1(months * math.log1p(monthly))
         value += (
-            contribution * months if monthly == 0
-            else contribution * (((1 + monthly) ** months - 1) / monthly)
+            contribution * months if monthly == 0 or growth == 0
+            else contribution * (growth / monthly)
         )  # fmt: skip
     invested = principal + contribution * months
     return {
@@ -151,7 +157,14 @@ def roi(args: Args) -> JSONValue:
     years = args.get("years")
     result: dict[str, JSONValue] = {"roi_percent": round((gain - cost) / cost * 100, 2)}
     if isinstance(years, int | float) and years > 0 and gain > 0:
-        result["annualized_percent"] = round(((gain / cost) ** (1 / years) - 1) * 100, 2)
+        # (gain / cost) ** (1 / years), in logs: a short period can make it overflow.
+        exponent = math.log(gain / cost) / years
+        if exponent > 700:
+            raise ValueError(
+                "the annualised return is too large to report: 'years' is too short for this "
+                "gain; omit 'years' for the plain return"
+            )
+        result["annualized_percent"] = round(math.expm1(exponent) * 100, 2)
     return result
 
 
@@ -177,13 +190,18 @@ def irr(args: Args) -> JSONValue:
     def value(rate: float) -> float:
         return sum(flow / (1 + rate) ** year for year, flow in enumerate(flows))
 
+    def sign(rate: float) -> int:
+        # Signs are multiplied rather than values, so large values cannot overflow the test.
+        found = value(rate)
+        return (found > 0) - (found < 0)
+
     # Bisection between -99% and +1000%: slow but never diverges.
     low, high = -0.99, 10.0
-    if value(low) * value(high) > 0:
+    if sign(low) * sign(high) > 0:
         raise ValueError("no IRR in the range -99%..1000% for these cash flows")
     for _ in range(200):
         mid = (low + high) / 2
-        if value(low) * value(mid) <= 0:
+        if sign(low) * sign(mid) <= 0:
             high = mid
         else:
             low = mid
@@ -196,6 +214,8 @@ def break_even(args: Args) -> JSONValue:
     margin = price - variable
     if margin <= 0:
         raise ValueError("the unit price must exceed the variable cost per unit")
+    if fixed / margin > 1e15:
+        raise ValueError("break-even is beyond 10^15 units: the margin per unit is too small")
     units = math.ceil(fixed / margin)
     return {"break_even_units": units, "break_even_revenue": round(units * price, 2),
             "contribution_margin": round(margin, 2)}  # fmt: skip
@@ -339,12 +359,12 @@ PAYMENT_SPECS = group(
           "client_secret": lambda d, a: f"pay_{d.hex(10)}_secret_{d.sub('s').hex(16)}"}),
     tool("capture_payment", "Capture an authorised payment (all of it or part).",
          [PAYMENT_ID, number("amount", "Amount to capture; omit for the full amount.",
-                             required=False, exclusive_minimum=0)],
+                             required=False, exclusive_minimum=0, maximum=MAX_PAYMENT)],
          {"payment_id": echo("payment_id"), "status": const("succeeded"),
           "captured_at": at_time(0, 0)}),
     tool("refund_payment", "Refund a payment in full or in part.",
          [PAYMENT_ID, number("amount", "Amount to refund; omit for a full refund.",
-                             required=False, exclusive_minimum=0),
+                             required=False, exclusive_minimum=0, maximum=MAX_PAYMENT),
           choice("reason", "Reason.", ("duplicate", "fraudulent", "requested_by_customer"))],
          {"refund_id": ident("re", 10), "payment_id": echo("payment_id"),
           "status": pick("succeeded", "pending")}),
@@ -413,7 +433,8 @@ PAYMENT_SPECS = group(
          [string("number", "Card number; spaces allowed.", example="4242 4242 4242 4242")],
          compute=luhn_check),
     tool("split_bill", "Split a bill with tip among people, to the cent.",
-         [number("total", "Bill total before tip.", minimum=0, example=86.4),
+         [number("total", "Bill total before tip.", minimum=0, maximum=MAX_PAYMENT,
+                 example=86.4),
           integer("people", "Number of people.", minimum=1, maximum=100, example=3),
           number("tip_percent", "Tip percentage.", required=False, minimum=0, maximum=100,
                  default=0)],
@@ -438,7 +459,7 @@ FINANCE_SPECS = group(
           string("quote", "Currency to convert to.", pattern="^[A-Z]{3}$", example="USD")],
          compute=exchange_rate, kind="fetch"),
     tool("convert_currency", "Convert an amount between currencies at today's reference rate.",
-         [number("amount", "Amount to convert.", minimum=0, example=250),
+         [number("amount", "Amount to convert.", minimum=0, maximum=MAX_AMOUNT, example=250),
           string("from_currency", "Source currency.", pattern="^[A-Z]{3}$", example="EUR"),
           string("to_currency", "Target currency.", pattern="^[A-Z]{3}$", example="JPY")],
          compute=convert_currency),
@@ -459,14 +480,14 @@ FINANCE_SPECS = group(
     tool("get_portfolio_value", "Market value and weights of a set of holdings.",
          [records("holdings", "Positions held.",
                   [SYMBOL, number("shares", "Number of shares.", exclusive_minimum=0,
-                                  example=10)])],
+                                  maximum=1_000_000_000, example=10)])],
          compute=portfolio_value),
     tool("place_stock_order", "Place a buy or sell order for shares.",
          [SYMBOL, choice("side", "Buy or sell.", ("buy", "sell")),
-          integer("quantity", "Shares.", minimum=1, example=10),
+          integer("quantity", "Shares.", minimum=1, maximum=1_000_000_000, example=10),
           choice("order_type", "Order type.", ("market", "limit")),
           number("limit_price", "Limit price for limit orders.", required=False,
-                 exclusive_minimum=0)],
+                 exclusive_minimum=0, maximum=MAX_PAYMENT)],
          {"order_id": ident("ord", 10), "status": const("accepted"), "symbol": echo("symbol"),
           "side": echo("side"), "quantity": echo("quantity")}),
     tool("cancel_stock_order", "Cancel an open stock order.",
@@ -478,55 +499,68 @@ FINANCE_SPECS = group(
          {"country": echo("country"), "maturity": echo("maturity"), "yield_percent": rnum(0.5, 6)},
          kind="fetch"),
     tool("calculate_loan_payment", "Monthly payment, total paid and interest of a loan.",
-         [number("principal", "Amount borrowed.", exclusive_minimum=0, example=250000),
+         [number("principal", "Amount borrowed.", exclusive_minimum=0, maximum=MAX_AMOUNT,
+                 example=250000),
           number("annual_rate_percent", "Nominal annual interest rate.", minimum=0, maximum=100,
                  example=4.5),
           integer("term_months", "Loan length in months.", minimum=1, maximum=600, example=360)],
          compute=loan_payment),
     tool("get_amortization_schedule", "Interest/principal split of the first payments of a loan.",
-         [number("principal", "Amount borrowed.", exclusive_minimum=0, example=20000),
+         [number("principal", "Amount borrowed.", exclusive_minimum=0, maximum=MAX_AMOUNT,
+                 example=20000),
           number("annual_rate_percent", "Nominal annual rate.", minimum=0, maximum=100,
                  example=6),
           integer("term_months", "Loan length in months.", minimum=1, maximum=600, example=48)],
          compute=amortization, kind="think"),
     tool("calculate_compound_interest", "Future value of savings with compounding and deposits.",
-         [number("principal", "Starting amount.", minimum=0, example=10000),
+         [number("principal", "Starting amount.", minimum=0, maximum=MAX_AMOUNT, example=10000),
           number("annual_rate_percent", "Annual rate.", minimum=0, maximum=100, example=5),
           number("years", "Years invested.", exclusive_minimum=0, maximum=100, example=10),
           integer("compounds_per_year", "Compounding periods a year.", required=False,
                   minimum=1, maximum=365, default=12),
           number("monthly_contribution", "Deposit each month.", required=False, minimum=0,
-                 default=0)],
+                 maximum=MAX_AMOUNT, default=0)],
          compute=compound_interest),
     tool("calculate_roi", "Return on investment, and its annualised rate when years are given.",
-         [number("cost", "Amount invested.", exclusive_minimum=0, example=1000),
-          number("final_value", "Value at the end.", minimum=0, example=1450),
-          number("years", "Holding period.", required=False, exclusive_minimum=0)],
+         [number("cost", "Amount invested.", minimum=0.01, maximum=MAX_AMOUNT, example=1000),
+          number("final_value", "Value at the end.", minimum=0, maximum=MAX_AMOUNT,
+                 example=1450),
+          number("years", "Holding period.", required=False, exclusive_minimum=0,
+                 maximum=100)],
          compute=roi),
     tool("calculate_npv", "Net present value of yearly cash flows at a discount rate.",
          [numbers("cash_flows", "Cash flows by year, starting with year 0.", min_items=2,
+                  max_items=100, minimum=-MAX_AMOUNT, maximum=MAX_AMOUNT,
                   example=[-1000, 300, 400, 500]),
           number("discount_rate_percent", "Discount rate.", minimum=-99, maximum=100, example=8)],
          compute=npv),
     tool("calculate_irr", "Internal rate of return of yearly cash flows.",
          [numbers("cash_flows", "Cash flows by year, starting with year 0.", min_items=2,
+                  max_items=100, minimum=-MAX_AMOUNT, maximum=MAX_AMOUNT,
                   example=[-1000, 300, 400, 500])],
          compute=irr),
     tool("calculate_break_even", "Units and revenue needed to cover fixed costs.",
-         [number("fixed_costs", "Fixed costs for the period.", minimum=0, example=12000),
-          number("unit_price", "Selling price per unit.", exclusive_minimum=0, example=25),
-          number("variable_cost_per_unit", "Variable cost per unit.", minimum=0, example=10)],
+         [number("fixed_costs", "Fixed costs for the period.", minimum=0, maximum=MAX_AMOUNT,
+                 example=12000),
+          number("unit_price", "Selling price per unit.", exclusive_minimum=0,
+                 maximum=MAX_AMOUNT, example=25),
+          number("variable_cost_per_unit", "Variable cost per unit.", minimum=0,
+                 maximum=MAX_AMOUNT, example=10)],
          compute=break_even),
     tool("calculate_depreciation", "Yearly depreciation schedule of an asset.",
-         [number("cost", "Purchase cost.", exclusive_minimum=0, example=12000),
-          number("salvage_value", "Value at the end of its life.", minimum=0, example=2000),
+         [number("cost", "Purchase cost.", exclusive_minimum=0, maximum=MAX_AMOUNT,
+                 example=12000),
+          number("salvage_value", "Value at the end of its life.", minimum=0,
+                 maximum=MAX_AMOUNT, example=2000),
           integer("useful_life_years", "Useful life.", minimum=1, maximum=50, example=5),
           choice("method", "Method.", ("straight_line", "double_declining"), required=False,
                  default="straight_line")],
          compute=depreciation),
     tool("estimate_income_tax", "Rough income tax from simplified progressive brackets.",
-         [number("annual_income", "Gross yearly income.", minimum=0, example=85000),
-          number("deductions", "Total deductions.", required=False, minimum=0, default=14600)],
+         [number("annual_income", "Gross yearly income.", minimum=0, maximum=MAX_AMOUNT,
+                 example=85000),
+          number("deductions", "Total deductions.", required=False, minimum=0,
+                 maximum=MAX_AMOUNT, default=14600)],
          compute=tax_estimate, kind="think"),
     tool("get_budget_summary", "Spending per budget category this month against the limits.",
          [string("month", "Month as YYYY-MM.", pattern="^[0-9]{4}-[0-9]{2}$", example="2025-02"),

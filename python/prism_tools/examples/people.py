@@ -8,14 +8,18 @@ from datetime import date
 from prism_tools.examples._build import (
     CURRENCY,
     LIMIT,
+    MAX_AMOUNT,
+    MAX_PAYMENT,
     Args,
     Draw,
     Spec,
     at_time,
     boolean,
+    check_day,
     choice,
     const,
     contact,
+    count_weekdays,
     each_of,
     echo,
     email,
@@ -46,9 +50,10 @@ LEAVE_TYPES = ("vacation", "sick", "parental", "unpaid", "bereavement")
 
 def _date(args: Args, name: str) -> date:
     try:
-        return date.fromisoformat(text_arg(args, name))
+        when = date.fromisoformat(text_arg(args, name))
     except ValueError as err:
         raise ValueError(f"'{name}' must be YYYY-MM-DD") from err
+    return check_day(when, name)
 
 
 def prorated_salary(args: Args) -> JSONValue:
@@ -77,9 +82,7 @@ def time_off_days(args: Args) -> int:
     start, end = _date(args, "start_date"), _date(args, "end_date")
     if end < start:
         raise ValueError("'end_date' is before 'start_date'")
-    span = (end - start).days + 1
-    working = sum(1 for i in range(span) if date.fromordinal(start.toordinal() + i).weekday() < 5)
-    return working
+    return count_weekdays(start, (end - start).days + 1)
 
 
 def request_time_off(args: Args) -> JSONValue:
@@ -170,7 +173,8 @@ SPECS: tuple[Spec, ...] = group(
          [EMPLOYEE, records(
               "expenses", "Expense lines.",
               [string("description", "What it was.", example="Taxi to client"),
-               number("amount", "Amount.", exclusive_minimum=0, example=23.5),
+               number("amount", "Amount.", exclusive_minimum=0, maximum=MAX_PAYMENT,
+                      example=23.5),
                choice("category", "Category.", ("travel", "meals", "lodging", "equipment",
                                                 "other")),
                string("date", "Date incurred.", fmt="date", example="2025-03-10")]),
@@ -199,8 +203,10 @@ SPECS: tuple[Spec, ...] = group(
           choice("department", "Department.", DEPARTMENTS),
           string("location", "City or 'Remote'.", example="Remote"),
           string("description", "Role description.", example="Own our revenue dashboards."),
-          number("salary_min", "Lowest salary offered.", required=False, minimum=0),
-          number("salary_max", "Highest salary offered.", required=False, minimum=0)],
+          number("salary_min", "Lowest salary offered.", required=False, minimum=0,
+                 maximum=MAX_AMOUNT),
+          number("salary_max", "Highest salary offered.", required=False, minimum=0,
+                 maximum=MAX_AMOUNT)],
          {"requisition_id": ident("req", 6), "status": const("published")}),
     tool("schedule_interview", "Book an interview between a candidate and interviewers.",
          [string("candidate", "Candidate name.", example="Kofi Okafor"),
@@ -237,17 +243,19 @@ SPECS: tuple[Spec, ...] = group(
                               {"enrolled": pick(True, True, False),
                                "annual_value": money(200, 6000)}, key="benefit")}),
     tool("calculate_prorated_salary", "Salary owed for part of a year, prorated by month.",
-         [number("annual_salary", "Annual salary.", exclusive_minimum=0, example=60000),
+         [number("annual_salary", "Annual salary.", exclusive_minimum=0, maximum=MAX_AMOUNT,
+                 example=60000),
           string("start_date", "First paid day.", fmt="date", example="2025-03-17"),
           string("end_date", "Last paid day.", fmt="date", example="2025-06-30"), CURRENCY],
          compute=prorated_salary),
     tool("calculate_overtime_pay", "Regular and overtime pay for hours worked in a week.",
          [number("hours_worked", "Hours worked.", minimum=0, maximum=168, example=46),
-          number("hourly_rate", "Base hourly rate.", exclusive_minimum=0, example=22),
+          number("hourly_rate", "Base hourly rate.", exclusive_minimum=0, maximum=MAX_PAYMENT,
+                 example=22),
           number("regular_hours", "Hours before overtime.", required=False, minimum=0,
-                 default=40),
+                 maximum=168, default=40),
           number("overtime_multiplier", "Overtime multiplier.", required=False, minimum=1,
-                 default=1.5)],
+                 maximum=10, default=1.5)],
          compute=overtime_pay),
     tool("list_training_courses", "Courses assigned to an employee and their completion.",
          [EMPLOYEE],

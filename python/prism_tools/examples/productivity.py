@@ -15,9 +15,11 @@ from prism_tools.examples._build import (
     at_time,
     boolean,
     chance,
+    check_day,
     choice,
     const,
     contact,
+    count_weekdays,
     day,
     each_of,
     echo,
@@ -34,6 +36,7 @@ from prism_tools.examples._build import (
     parse_day,
     person,
     pick,
+    quoted,
     rint,
     rows,
     several,
@@ -59,19 +62,21 @@ CALENDAR = string(
 def _parse(args: Args, name: str) -> date:
     value = text_arg(args, name)
     try:
-        return date.fromisoformat(value[:10])
+        when = date.fromisoformat(value[:10])
     except ValueError as err:
-        raise ValueError(f"'{name}' must be a date as YYYY-MM-DD, got {value!r}") from err
+        raise ValueError(f"'{name}' must be a date as YYYY-MM-DD, got {quoted(value)}") from err
+    return check_day(when, name)
 
 
 def days_between(args: Args) -> JSONValue:
     start, end = _parse(args, "start_date"), _parse(args, "end_date")
     span = (end - start).days
-    step = 1 if span >= 0 else -1
-    weekdays = sum(
-        1 for offset in range(0, span, step) if (start + timedelta(days=offset)).weekday() < 5
-    )
-    return {"days": span, "weeks": round(span / 7, 2), "business_days": weekdays * step}
+    # Business days from start (included) towards end (excluded), negative when counting back.
+    if span >= 0:
+        weekdays = count_weekdays(start, span)
+    else:
+        weekdays = -count_weekdays(end + timedelta(days=1), -span)
+    return {"days": span, "weeks": round(span / 7, 2), "business_days": weekdays}
 
 
 def add_business_days(args: Args) -> JSONValue:

@@ -8,6 +8,7 @@ from datetime import date, timedelta
 
 from prism_tools.examples._build import (
     LIMIT,
+    MAX_PAYMENT,
     QUERY,
     Args,
     Draw,
@@ -180,7 +181,8 @@ SEARCH_SPECS = group(
                            "path": pick("src/client.py", "lib/retry.ts", "cmd/main.go"),
                            "line": rint(1, 400)})}),
     tool("search_products", "Products in the shop catalogue matching a query.",
-         [QUERY, number("max_price", "Highest price.", required=False, minimum=0), LIMIT],
+         [QUERY, number("max_price", "Highest price.", required=False, minimum=0,
+                        maximum=MAX_PAYMENT), LIMIT],
          {"products": rows({"sku": lambda d, a: f"SKU-{d.hex(6).upper()}",
                             "title": fmt("{query} - standard edition"),
                             "price": rnum(5, 300, 2), "rating": rnum(3, 5, 1)})}),

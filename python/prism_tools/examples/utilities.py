@@ -16,11 +16,13 @@ import operator
 import re
 import unicodedata
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from urllib.parse import quote, unquote, urlsplit
 
 from prism_tools import _json
 from prism_tools.examples._build import (
+    MAX_MAGNITUDE,
     Args,
     Param,
     Spec,
@@ -32,6 +34,7 @@ from prism_tools.examples._build import (
     num_arg,
     number,
     numbers,
+    quoted,
     string,
     text_arg,
     tool,
@@ -45,7 +48,9 @@ TEXT = string(
     example="Prism routes every tool call through one checked gate. It is fast.",
 )
 
-_EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
+# The lookbehind starts a match only where a run of local-part characters starts: without it a
+# long run with no '@' is rescanned from every position (quadratic time on a long text).
+_EMAIL = re.compile(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
 _URL = re.compile(r"https?://[^\s<>\"')\]]+")
 _PHONE = re.compile(r"\+?\d[\d\s().-]{7,}\d")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -212,8 +217,7 @@ def summarize(args: Args) -> JSONValue:
     count = int_arg(args, "sentences")
     sentences = [part.strip() for part in _SENTENCE.split(text) if part.strip()]
     # Extractive: keep the sentences that share the most frequent content words.
-    words = [w.lower() for w in _WORD.findall(text) if len(w) > 3]
-    freq = {w: words.count(w) for w in set(words)}
+    freq = Counter(w.lower() for w in _WORD.findall(text) if len(w) > 3)
     ranked = sorted(
         range(len(sentences)),
         key=lambda i: -sum(freq.get(w.lower(), 0) for w in _WORD.findall(sentences[i])),
@@ -249,7 +253,9 @@ def name_uuid(args: Args) -> JSONValue:
 
 def csv_to_json(args: Args) -> JSONValue:
     source = io.StringIO(text_arg(args, "csv"))
-    reader = csv.DictReader(source, delimiter=str(args.get("delimiter")))
+    # Cells past the header's width go to a list under "_extra" (the default key is None,
+    # which JSON objects cannot hold).
+    reader = csv.DictReader(source, delimiter=str(args.get("delimiter")), restkey="_extra")
     rows = list(reader)
     return {"columns": reader.fieldnames or [], "rows": rows, "row_count": len(rows)}
 
@@ -269,7 +275,7 @@ def semver_compare(args: Args) -> JSONValue:
     def parse(text: str) -> tuple[tuple[int, int, int], str]:
         match = re.fullmatch(r"v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+\S+)?", text)
         if match is None:
-            raise ValueError(f"{text!r} is not a semantic version like 1.4.2")
+            raise ValueError(f"{quoted(text)} is not a semantic version like 1.4.2")
         major, minor, patch, pre = match.groups()
         return (int(major), int(minor), int(patch)), pre or ""
 
@@ -305,46 +311,93 @@ def convert_units(args: Args) -> JSONValue:
     source, target = str(args.get("from_unit")), str(args.get("to_unit"))
     for table in _UNITS:
         if source in table and target in table:
-            return {"value": float(f"{value * table[source] / table[target]:.10g}"),
-                    "unit": target}  # fmt: skip
+            converted = value * table[source] / table[target]
+            return {"value": float(f"{converted:.10g}"), "unit": target}
     raise ValueError(f"cannot convert {source} to {target}: they measure different things")
 
 
-_OPS: dict[type, Callable[..., float]] = {
+_OPS: dict[type, Callable[..., object]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
     ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
     ast.Pow: operator.pow, ast.USub: operator.neg, ast.UAdd: operator.pos,
 }  # fmt: skip
-_FUNCS: dict[str, Callable[..., float]] = {
-    "sqrt": math.sqrt, "abs": abs, "round": round, "log": math.log, "log10": math.log10,
-    "sin": math.sin, "cos": math.cos, "tan": math.tan, "min": min, "max": max,
+# Each function with the fewest and most arguments it takes (None: no upper limit).
+_FUNCS: dict[str, tuple[Callable[..., object], int, int | None]] = {
+    "sqrt": (math.sqrt, 1, 1), "abs": (abs, 1, 1), "round": (round, 1, 2),
+    "log": (math.log, 1, 2), "log10": (math.log10, 1, 1), "sin": (math.sin, 1, 1),
+    "cos": (math.cos, 1, 1), "tan": (math.tan, 1, 1),
+    "min": (lambda *xs: min(xs), 1, None), "max": (lambda *xs: max(xs), 1, None),
 }  # fmt: skip
+_ARITHMETIC_HELP = (
+    "numbers, + - * / // % **, parentheses, pi, e and the functions sqrt, abs, round, log, "
+    "log10, sin, cos, tan, min and max"
+)
+
+
+def _real(value: object, what: str) -> float:
+    """``value`` as a finite float; complex, infinite and NaN answers are refused."""
+    if isinstance(value, complex):
+        raise ValueError(f"{what} is not a real number")
+    if not isinstance(value, int | float):
+        raise ValueError(f"{what} is not a number")
+    try:
+        number_value = float(value)
+    except OverflowError:
+        raise ValueError(f"{what} is out of range") from None
+    if not math.isfinite(number_value):
+        raise ValueError(f"{what} is out of range")
+    return number_value
+
+
+def _call(name: str, args: list[float]) -> float:
+    function, fewest, most = _FUNCS[name]
+    if len(args) < fewest or (most is not None and len(args) > most):
+        wanted = str(fewest) if fewest == most else f"{fewest} or more" if most is None else (
+            f"{fewest} to {most}")  # fmt: skip
+        raise ValueError(f"{name}() takes {wanted} argument(s), got {len(args)}")
+    if name == "round" and len(args) == 2:
+        if not args[1].is_integer() or abs(args[1]) > 400:
+            raise ValueError("round()'s digits must be a whole number from -400 to 400")
+        return _real(round(args[0], int(args[1])), "round()")
+    try:
+        result = function(*args)
+    except (ValueError, ZeroDivisionError):  # math's "domain error", log(x, 1)
+        raise ValueError(f"{name}() is undefined for these arguments") from None
+    except OverflowError:
+        raise ValueError(f"{name}() is out of range for these arguments") from None
+    return _real(result, f"{name}()")
 
 
 def _eval(node: ast.AST) -> float:
     # A whitelist walk: numbers, arithmetic, a few functions, pi and e. Nothing else runs.
+    # Every step is a finite real number, so no step can raise anything but ValueError.
     if isinstance(node, ast.Expression):
         return _eval(node.body)
     if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
         if isinstance(node.value, bool):
             raise ValueError("booleans are not numbers here")
-        return float(node.value)
+        return _real(node.value, "a number in the expression")
     if isinstance(node, ast.Name) and node.id in ("pi", "e"):
         return math.pi if node.id == "pi" else math.e
     if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
         left, right = _eval(node.left), _eval(node.right)
         if isinstance(node.op, ast.Pow) and abs(right) > 1000:
             raise ValueError("exponent too large")
-        return _OPS[type(node.op)](left, right)
+        try:
+            return _real(_OPS[type(node.op)](left, right), "the result")
+        except ZeroDivisionError:
+            raise ValueError("division by zero") from None
+        except OverflowError:
+            raise ValueError("the result is out of range") from None
     if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
-        return _OPS[type(node.op)](_eval(node.operand))
+        return _real(_OPS[type(node.op)](_eval(node.operand)), "the result")
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
         and node.func.id in _FUNCS
         and not node.keywords
     ):
-        return float(_FUNCS[node.func.id](*(_eval(arg) for arg in node.args)))
+        return _call(node.func.id, [_eval(arg) for arg in node.args])
     raise ValueError(f"unsupported expression element: {type(node).__name__}")
 
 
@@ -356,11 +409,15 @@ def evaluate_arithmetic(args: Args) -> JSONValue:
         tree = ast.parse(expression, mode="eval")
     except SyntaxError as err:
         raise ValueError(f"cannot parse expression: {err.msg}") from err
+    except (RecursionError, MemoryError):
+        raise ValueError("expression nested too deeply") from None
     try:
         value = _eval(tree)
-    except ZeroDivisionError as err:
-        raise ValueError("division by zero") from err
-    return {"expression": expression, "value": int(value) if value.is_integer() else value}
+    except RecursionError:
+        raise ValueError("expression nested too deeply") from None
+    # Whole numbers are written as integers while a float still counts them exactly.
+    exact = value.is_integer() and abs(value) <= 2**53
+    return {"expression": expression, "value": int(value) if exact else value}
 
 
 _ROMAN = ((1000, "M"), (900, "CM"), (500, "D"), (400, "CD"), (100, "C"), (90, "XC"), (50, "L"),
@@ -385,7 +442,7 @@ def roman_numerals(args: Args) -> JSONValue:
             index += len(letters)
     converted = roman_numerals({"value": total}) if total else None
     if index != len(text) or not isinstance(converted, dict) or converted["roman"] != text:
-        raise ValueError(f"{value!r} is not a well-formed Roman numeral")
+        raise ValueError(f"{quoted(value)} is not a well-formed Roman numeral")
     return {"roman": text, "number": total}
 
 
@@ -395,7 +452,9 @@ def number_base(args: Args) -> JSONValue:
     try:
         number_value = int(text, source)
     except ValueError as err:
-        raise ValueError(f"{text!r} is not a base-{source} number") from err
+        raise ValueError(f"{quoted(text)} is not a base-{source} number") from err
+    if not -(2**63) <= number_value < 2**63:
+        raise ValueError("'value' must fit in a signed 64-bit integer")
     digits = "0123456789abcdefghijklmnopqrstuvwxyz"
     sign, n, out = ("-" if number_value < 0 else ""), abs(number_value), ""
     while True:
@@ -429,7 +488,10 @@ def percent_change(args: Args) -> JSONValue:
     old, new = num_arg(args, "old_value"), num_arg(args, "new_value")
     if old == 0:
         raise ValueError("percent change from zero is undefined")
-    return {"percent_change": round((new - old) / abs(old) * 100, 4), "difference": new - old}
+    change = (new - old) / abs(old) * 100
+    if not math.isfinite(change):
+        raise ValueError("the percent change is too large to report: 'old_value' is too near 0")
+    return {"percent_change": round(change, 4), "difference": new - old}
 
 
 def gcd_lcm(args: Args) -> JSONValue:
@@ -439,7 +501,10 @@ def gcd_lcm(args: Args) -> JSONValue:
     values = [int(v) for v in raw if isinstance(v, int | float) and float(v).is_integer()]
     if len(values) != len(raw):
         raise ValueError("every item of 'numbers' must be a whole number")
-    return {"gcd": math.gcd(*values), "lcm": math.lcm(*values)}
+    lcm = math.lcm(*values)
+    if lcm >= 2**63:
+        raise ValueError("the least common multiple is too large to report (beyond 64 bits)")
+    return {"gcd": math.gcd(*values), "lcm": lcm}
 
 
 CASES = ("upper", "lower", "title", "sentence", "snake", "kebab", "camel", "pascal")
@@ -494,7 +559,8 @@ SPECS: tuple[Spec, ...] = group(
                         maximum=20, default=2)],
          compute=summarize),
     tool("truncate_text", "Shorten text to a length, optionally at a word boundary.",
-         [TEXT, integer("max_characters", "Maximum length.", minimum=1, example=40),
+         [TEXT, integer("max_characters", "Maximum length.", minimum=1, maximum=1_000_000,
+                        example=40),
           boolean("whole_words", "Do not cut a word in half.", default=True)],
          compute=truncate),
     tool("diff_texts", "Unified diff and similarity ratio of two texts.",
@@ -519,12 +585,14 @@ SPECS: tuple[Spec, ...] = group(
           string("b", "Second version.", example="1.10.0")],
          compute=semver_compare),
     tool("convert_units", "Convert length, mass, volume, speed or data-size units.",
-         [number("value", "Amount to convert.", example=5),
+         [number("value", "Amount to convert.", minimum=-MAX_MAGNITUDE, maximum=MAX_MAGNITUDE,
+                 example=5),
           choice("from_unit", "Unit of the amount.", ALL_UNITS),
           choice("to_unit", "Unit to convert to.", ALL_UNITS)],
          compute=convert_units),
     tool("evaluate_arithmetic", "Evaluate an arithmetic expression safely (+ - * / ** sqrt ...).",
-         [string("expression", "Expression.", max_length=500, example="(2 + 3) * sqrt(16) / 4")],
+         [string("expression", f"Expression: {_ARITHMETIC_HELP}. Results must be finite real "
+                 "numbers.", max_length=500, example="(2 + 3) * sqrt(16) / 4")],
          compute=evaluate_arithmetic),
     tool("convert_roman_numeral", "Convert between Roman numerals and integers (1-3999).",
          [Param("value", {"description": "An integer 1-3999, or a Roman numeral like 'MCMXC'.",
@@ -533,7 +601,8 @@ SPECS: tuple[Spec, ...] = group(
                           "examples": [1990]})],
          compute=roman_numerals),
     tool("convert_number_base", "Convert an integer between bases 2-36.",
-         [string("value", "Number written in the source base.", example="ff"),
+         [string("value", "Number written in the source base; it must fit in a signed 64-bit "
+                 "integer.", max_length=80, example="ff"),
           integer("from_base", "Source base.", minimum=2, maximum=36, example=16),
           integer("to_base", "Target base.", minimum=2, maximum=36, example=2)],
          compute=number_base),
@@ -542,9 +611,14 @@ SPECS: tuple[Spec, ...] = group(
                  example="correct-horse-battery-staple")],
          compute=password_strength),
     tool("calculate_percent_change", "Percentage change between an old and a new value.",
-         [number("old_value", "Before.", example=80), number("new_value", "After.", example=92)],
+         [number("old_value", "Before.", minimum=-MAX_MAGNITUDE, maximum=MAX_MAGNITUDE,
+                 example=80),
+          number("new_value", "After.", minimum=-MAX_MAGNITUDE, maximum=MAX_MAGNITUDE,
+                 example=92)],
          compute=percent_change),
     tool("calculate_gcd_lcm", "Greatest common divisor and least common multiple.",
-         [numbers("numbers", "Whole numbers.", example=[12, 18, 30])], compute=gcd_lcm),
+         [numbers("numbers", "Whole numbers.", max_items=100, minimum=-MAX_MAGNITUDE,
+                  maximum=MAX_MAGNITUDE, example=[12, 18, 30])],
+         compute=gcd_lcm),
 )
 # fmt: on

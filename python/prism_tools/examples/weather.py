@@ -101,7 +101,7 @@ def forecast(args: Args) -> JSONValue:
     units = args.get("units")
     days = args.get("days")
     count = days if isinstance(days, int) else 3
-    start = parse_day(args.get("start_date"))
+    start = parse_day(args.get("start_date"), name="start_date")
     return {
         "city": city.name,
         "units": units,
@@ -353,7 +353,8 @@ SPECS: tuple[Spec, ...] = group(
         "convert_temperature",
         "Convert a temperature between Celsius, Fahrenheit and Kelvin.",
         [
-            number("value", "Temperature to convert.", example=21.5),
+            number("value", "Temperature to convert.", minimum=-500, maximum=1_000_000_000,
+                   example=21.5),
             choice("from_unit", "Unit of the given value.", TEMP_UNITS),
             choice("to_unit", "Unit to convert to.", TEMP_UNITS),
         ],
