@@ -178,6 +178,12 @@ impl PyRegistry {
         let text = name_text(name).ok_or(CoreError::InvalidName {
             reason: LONE_SURROGATE_NAME,
         })?;
+        // An exact list: a subclass's own methods would run while the table is locked.
+        if !tools.is_exact_instance_of::<PyList>() {
+            return Err(PyTypeError::new_err(
+                "tools must be a list, not a subclass of one",
+            ));
+        }
         let mut registry = self.write()?;
         if tools.len() != registry.len() {
             return Err(PyRuntimeError::new_err(

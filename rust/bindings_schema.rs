@@ -18,9 +18,7 @@ use ahash::AHashMap;
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{
-    PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple, PyType,
-};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 use serde_json::{Map, Number, Value};
 
 use pyo3::sync::PyOnceLock;
@@ -110,7 +108,14 @@ fn to_value(
             return Ok(Value::Number(large.into()));
         }
         // Beyond 64 bits: validate by magnitude (a float keeps integer-ness for `type: integer`).
-        let approximate = object.extract::<f64>().unwrap_or(f64::INFINITY);
+        // Read through `int.__float__` itself: a subclass's own `__float__` would run Python
+        // code in the middle of the walk (see `Walk`). Too large for a float: infinity.
+        let approximate = object
+            .py()
+            .get_type::<PyInt>()
+            .call_method1("__float__", (object,))
+            .and_then(|float| float.extract::<f64>())
+            .unwrap_or(f64::INFINITY);
         return Number::from_f64(approximate)
             .map(Value::Number)
             .ok_or_else(|| Conversion::NotJson {
@@ -146,11 +151,17 @@ fn to_value(
     } else if let Walk::InPlace = walk {
         // Even the mapping check may run Python code (an abstract base class's hooks).
         return Err(Conversion::RunsPython);
-    } else if let Ok(mapping) = object.cast::<PyMapping>() {
+    } else if is_mapping(object)? {
         // Another mapping (a read-only view, a host's own Mapping) reads as a dict would.
-        let pairs = mapping
-            .items()
-            .and_then(|items| items.extract::<Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>)>>())
+        let pairs = object
+            .call_method0("items")
+            .and_then(|items| {
+                // A view, not a list: read pair by pair.
+                items
+                    .try_iter()?
+                    .map(|pair| pair?.extract::<(Bound<'_, PyAny>, Bound<'_, PyAny>)>())
+                    .collect::<PyResult<Vec<_>>>()
+            })
             .map_err(|err| {
                 if err.is_instance_of::<PyException>(object.py()) {
                     Conversion::NotJson {
@@ -176,6 +187,27 @@ fn to_value(
         path.truncate(base);
     }
     Ok(Value::Array(array))
+}
+
+/// Whether `object` is a `collections.abc.Mapping`. Asked of Python directly, not through
+/// the `PyO3` mapping check, which swallows what the check raises: an interrupt raised by an
+/// object's `__class__` or its type's `__instancecheck__` must propagate.
+fn is_mapping(object: &Bound<'_, PyAny>) -> Result<bool, Conversion> {
+    static MAPPING: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    let py = object.py();
+    let checked = MAPPING
+        .import(py, "collections.abc", "Mapping")
+        .and_then(|mapping| object.is_instance(mapping));
+    checked.map_err(|err| {
+        if err.is_instance_of::<PyException>(py) {
+            Conversion::NotJson {
+                path: String::new(),
+                what: format!("a {} whose kind cannot be read", type_name(object)),
+            }
+        } else {
+            Conversion::Interrupted(err)
+        }
+    })
 }
 
 /// A JSON object from a mapping's `(key, value)` pairs; every key must be a string.

@@ -1636,3 +1636,23 @@ async def test_a_repeated_call_id_left_unanswered_by_a_turn_limit_is_answered_ne
     last_call = max(i for i, message in enumerate(session.messages) if message.tool_calls)
     assert roles[last_call + 1] == ("tool", "call_0")
     assert len(echo.calls) == 1
+
+
+async def test_a_hosts_own_history_gets_its_calls_checked_as_a_providers_are() -> None:
+    # A host's transcript (say, from its database) joins the session's state, which must read
+    # it back: calls without an id get one, and a name that is not text is refused up front.
+    history = [
+        Message("user", "earlier"),
+        Message("assistant", "", (ToolCall(None, "echo", {}), ToolCall("", "echo", {"n": 1}))),  # type: ignore[arg-type]
+        Message("user", "and now"),
+    ]
+    session, _, _ = make_session([answer("ok")], [ToolDefinition(name="echo", execute=Recorder())])
+    assert (await session.run(history)).output_text == "ok"
+    asked = session.messages[1].tool_calls
+    assert [call.id for call in asked] == ["call_0", "call_1"]
+    restored = session.agent.session(state=json.dumps(session.state))
+    assert [call.id for call in restored.messages[1].tool_calls] == ["call_0", "call_1"]
+
+    bad = [Message("assistant", "", (ToolCall("c1", 5, {}),))]  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="item 0 has a name of type int, not a string"):
+        await session.run(bad)

@@ -488,3 +488,21 @@ async def test_redacting_problems_keeps_a_valid_candidate_whole() -> None:
     )
     result = await session.run("write it")
     assert result.artifact == {"title": SECRET}
+
+
+async def test_a_redactor_that_gives_back_plain_data_for_an_issue_still_revises() -> None:
+    from prism_tools import create_secret_redactor
+
+    # At depth 1 the built-in redactor gives an issue with a secret in its metadata back as plain
+    # data; the run still asks for a revision, with the issue rebuilt from it.
+    session, provider, _, _ = run_agent(
+        [ProviderResponse(text='{"a": 1}'), ProviderResponse(text='{"title": "ok"}')],
+        {**GVR, "validator": lambda value: issues_with_secret(value) if "a" in value else None},
+        redactor=create_secret_redactor([SECRET], max_depth=1),
+    )
+    result = await session.run("write it")
+    assert result.artifact == {"title": "ok"}
+    revision = provider.requests[1].messages[-1].content
+    assert isinstance(revision, str)
+    assert revision
+    assert SECRET not in revision

@@ -1560,3 +1560,100 @@ async def test_a_resume_that_narrows_max_tool_rounds_stops_before_the_suspended_
     assert row.error is not None
     assert row.error.code == "tool_call_not_dispatched"
     assert echo.calls == [("r1", {"text": "hi"})]
+
+
+async def test_a_value_json_cannot_hold_elsewhere_keeps_the_calls_exact() -> None:
+    # A tool result keyed by dates stays in the transcript as the tool gave it; with a lone
+    # surrogate elsewhere no JSON writer takes the state whole. Only the odd value is written
+    # leniently: the suspended call's name and wide integer stay exact.
+    import datetime
+
+    def series(args: dict[str, Any], context: ToolExecutionContext) -> Any:
+        return {datetime.date(2024, 1, 1): 5}
+
+    odd = "x\ud800"
+    registered = Recorder()
+    tools = [
+        ToolDefinition(name="series", execute=series),
+        ToolDefinition(name="x\ufffd", execute=registered),
+        ToolDefinition(name="pay", execute=registered),
+    ]
+    script = [
+        calling(ToolCall("c1", "series", {})),
+        calling(ToolCall("c2", odd, {}), ToolCall("c3", "pay", {"amount": 2**70})),
+        answer(),
+    ]
+    store = InMemoryCheckpointStore()
+
+    def agent(provider_script: list[Any]) -> Any:
+        return create_agent(
+            model=MODEL,
+            provider=ScriptedProvider(provider_script),
+            tools=tools,
+            interrupt_before_tool=True,
+            checkpoints=store,
+        )
+
+    session = agent(script).session("s")
+    await session.run("go")
+    assert (await session.resume({"c1": "approve"})).status == "suspended"
+
+    restored = agent(script[2:]).resume_session("s")
+    assert [item.tool_name for item in restored.pending] == [odd, "pay"]
+    result = await restored.resume({"c2": "approve", "c3": "approve"})
+    assert result.status == "succeeded"
+    # The unknown tool stays unknown: nothing ran under the name its U+FFFD spelling has.
+    assert registered.calls == [("c3", {"amount": 2**70})]
+
+
+async def test_arguments_as_deep_as_the_adapters_take_resume_from_a_stored_state() -> None:
+    deep = {"tree": nested(255)}
+    first = schemaless_agent(ScriptedProvider([calling(ToolCall("c1", "echo", deep))]), Recorder())
+    session = first.session()
+    assert (await session.run("go")).status == "suspended"
+    echo = Recorder()
+    fresh = schemaless_agent(ScriptedProvider([answer()]), echo)
+    restored = fresh.session(state=json.dumps(session.state))
+    assert (await restored.resume({"c1": "approve"})).status == "succeeded"
+    assert echo.calls == [("c1", deep)]
+
+
+async def test_a_signal_of_the_wrong_kind_on_resume_leaves_the_approvals_waiting() -> None:
+    echo = Recorder()
+    session, _, _ = make([calling(call("c1")), answer()], ("echo", echo))
+    await session.run("hi")
+    with pytest.raises(TypeError, match=r"signal must be an asyncio\.Event"):
+        await session.resume({"c1": "approve"}, signal=True)  # type: ignore[arg-type]
+    assert [item.tool_call_id for item in session.pending] == ["c1"]
+    with pytest.raises(TypeError, match=r"signal must be an asyncio\.Event"):
+        await session.run("hi", signal="stop")  # type: ignore[arg-type]
+    assert (await session.resume({"c1": "approve"})).status == "succeeded"
+    assert echo.calls == [("c1", {"text": "hi"})]
+
+
+async def test_a_session_state_holds_what_to_dict_and_float_subclasses_give() -> None:
+    class Chain:
+        def __init__(self, depth: int) -> None:
+            self.depth = depth
+
+        def to_dict(self) -> Any:
+            return {"next": Chain(self.depth - 1).to_dict()} if self.depth else "end"
+
+    class Real(float):
+        pass
+
+    def odd(args: dict[str, Any], context: ToolExecutionContext) -> Any:
+        return {"chain": Chain(980), "real": Real(1.5), "wide": 2**70}
+
+    agent = create_agent(
+        model=MODEL,
+        provider=ScriptedProvider([calling(ToolCall("c1", "odd", {})), answer()]),
+        tools=[ToolDefinition(name="odd", execute=odd)],
+    )
+    session = agent.session()
+    await session.run("go")
+    state = session.state  # a value too deep to follow is cut, never a RecursionError
+    [row] = [message for message in state["messages"] if message.get("role") == "tool"]
+    assert row["content"]["real"] == 1.5
+    assert row["content"]["wide"] == 2**70
+    assert json.loads(json.dumps(state)) == state

@@ -607,3 +607,76 @@ def test_check_finds_duplicates_inside_one_gemini_tool_object(
     status, out, _ = run_cli_both(capsys, "check", str(path))
     assert status == 1
     assert "duplicate tool name 'get_weather'" in out
+
+
+def ascii_stdout(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A standard output that can encode ASCII only (an ASCII-only locale), as the host has it."""
+    import io
+
+    stream = io.TextIOWrapper(io.BytesIO(), encoding="ascii", errors="strict")
+    monkeypatch.setattr(sys, "stdout", stream)
+    return stream
+
+
+def written(stream: Any) -> str:
+    stream.flush()
+    return str(stream.buffer.getvalue().decode("ascii"))
+
+
+def test_main_leaves_the_hosts_stream_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    stream = ascii_stdout(monkeypatch)
+    assert main(["search", "@examples", "zz café"]) == 0
+    assert "zz caf\\xe9" in written(stream)
+    assert stream.errors == "strict"  # the host's own stream is not reconfigured
+
+
+def test_json_output_stays_json_on_a_stream_that_cannot_encode_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    names = ["café", "snow_\u2603", "smile_\U0001f600"]
+    path = tmp_path / "catalog.json"
+    path.write_text(json.dumps([{"name": name} for name in names]), encoding="utf-8")
+    stream = ascii_stdout(monkeypatch)
+    assert main(["export", str(path)]) == 0
+    assert [entry["name"] for entry in json.loads(written(stream))] == names
+
+
+def test_an_error_that_is_not_about_the_output_is_not_reported_as_one(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def gone() -> Path:
+        raise FileNotFoundError(2, "No such file or directory")
+
+    monkeypatch.setattr(Path, "cwd", staticmethod(gone))
+    status, _, err = run_cli_both(capsys, "bench", "--quick")
+    assert status == 2
+    assert err == "prism-tools bench: No such file or directory\n"
+    print("still here")  # the host's standard output still works
+    assert capsys.readouterr().out == "still here\n"
+
+
+def test_a_closed_standard_error_does_not_stop_the_command() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "prism_tools", "version"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        close_fds=True,
+        timeout=60,
+        check=False,
+        preexec_fn=lambda: __import__("os").close(2),
+    )
+    assert completed.returncode == 0
+    assert completed.stdout == f"prism-tools {__version__}\n".encode()
+
+
+def test_usage_errors_escape_what_they_quote_and_name_the_command(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status, _, err = run_cli_both(capsys, "check", "a.json", "b.json")
+    assert status == 2
+    assert err.startswith("prism-tools check: unrecognized arguments: b.json")
+    status, _, err = run_cli_both(capsys, "list", "--domain", "\x1b]0;pwned\x07")
+    assert status == 2
+    assert err.count("\n") == 1
+    assert "\x1b" not in err
+    assert "\\x1b]0;pwned\\x07" in err

@@ -300,7 +300,7 @@ class FlakyStore(InMemoryToolEffectStore):
     ("failing", "runs", "code"),
     [
         ("begin", 0, "ERR_PRISM_TOOL_EFFECT_UNKNOWN"),
-        ("mark_dispatched", 0, "ERR_PRISM_TOOL_EFFECT_UNKNOWN"),
+        ("mark_dispatched", 0, "ERR_PRISM_TOOL_EFFECT_PRE_DISPATCH"),
         ("complete", 1, "ERR_PRISM_TOOL_EFFECT_UNKNOWN"),
     ],
 )
@@ -316,8 +316,9 @@ async def test_store_failures_are_never_a_silent_success_or_a_second_run(
     assert body.runs == runs
     store.failing = ""
     again = await send(definition, effect_store=store)
-    if failing == "begin":
-        # Nothing was claimed, so nothing ran: the redelivery claims and runs it once.
+    if failing in ("begin", "mark_dispatched"):
+        # Nothing ran: nothing was claimed, or the claim was released when its mark failed
+        # before it landed. The redelivery claims and runs it once.
         assert (again.value, body.runs) == ("sent", 1)
     else:
         # The effect may have happened: it never runs again.
@@ -341,23 +342,31 @@ class LostMarkStore(InMemoryToolEffectStore):
 async def test_a_dispatched_mark_that_fails_never_leaves_the_claim_pending_and_held(
     store_type: Any,
 ) -> None:
-    # The tool did not run: the claim is released (or marked unknown), never left pending with
-    # its token until it expires, and the call is closed as an unknown outcome.
+    # The tool did not run and the mark did not land: the claim is released for another
+    # attempt (as its expiry would release it), never left pending with its token, and the
+    # call is closed saying it was not dispatched. A redelivery runs it, once.
     body = Counter()
     store = store_type()
     ledger = InMemoryRunLedger()
     result = await send(tool(body, REQUIRED), effect_store=store, ledger=ledger)
     assert body.runs == 0
     assert result.error is not None
-    assert result.error.code == "ERR_PRISM_TOOL_EFFECT_UNKNOWN"
+    assert result.error.code == "ERR_PRISM_TOOL_EFFECT_PRE_DISPATCH"
     assert [row.status for row in ledger.records] == ["started", "error"]
     record = await store.get(stored_key())
     assert record is not None
-    assert record.status in {"failed_terminal", "unknown"}
+    assert record.status == "failed_retryable"
     assert record.claim_token is None
+    if isinstance(store, FlakyStore):
+        store.failing = ""
+    else:
+        store.mark_dispatched_from = super(LostMarkStore, store).mark_dispatched_from  # type: ignore[method-assign]
     again = await send(tool(body, REQUIRED), effect_store=store)
-    assert again.error is not None
-    assert body.runs == 0
+    assert again.value == "sent"
+    assert body.runs == 1
+    third = await send(tool(body, REQUIRED), effect_store=store)
+    assert third.value == "sent"  # the stored result, replayed
+    assert body.runs == 1
 
 
 class CountingStore(InMemoryToolEffectStore):
@@ -409,20 +418,28 @@ def stored_key(call_id: str = "c1") -> ToolEffectKey:
     )
 
 
-@pytest.mark.parametrize(("fail_write", "runs"), [(1, 0), (2, 1)])
+@pytest.mark.parametrize(
+    ("fail_write", "code", "runs", "again_runs"),
+    [
+        # The mark fails before it lands: the tool did not run, the claim is released, and a
+        # redelivery runs it once.
+        (1, "ERR_PRISM_TOOL_EFFECT_PRE_DISPATCH", 0, 1),
+        # Storing the result fails after the tool ran: the outcome is unknown, never run again.
+        (2, "ERR_PRISM_TOOL_EFFECT_UNKNOWN", 1, 1),
+    ],
+)
 async def test_a_failed_write_of_a_held_claim_is_never_a_success_or_a_second_run(
-    fail_write: int, runs: int
+    fail_write: int, code: str, runs: int, again_runs: int
 ) -> None:
     body = Counter()
     store = CountingStore(fail_write)
     definition = tool(body, REQUIRED)
     result = await send(definition, effect_store=store)
     assert result.error is not None
-    assert result.error.code == "ERR_PRISM_TOOL_EFFECT_UNKNOWN"
+    assert result.error.code == code
     assert body.runs == runs
-    again = await send(definition, effect_store=store)
-    assert again.error is not None
-    assert body.runs == runs
+    await send(definition, effect_store=store)
+    assert body.runs == again_runs
 
 
 async def test_invalid_declarations_and_raising_classifiers_deny_execution() -> None:
@@ -474,6 +491,9 @@ async def test_the_stored_result_is_redacted() -> None:
         ("tool_name", None),
         ("result", {"tool_call_id": 5}),
         ("failure", {"code": 7}),
+        ("updated_at", "garbage"),
+        ("created_at", "2026-13-45"),
+        ("expires_at", "not a time"),
     ],
 )
 async def test_a_stored_record_changed_outside_the_library_never_reruns_the_tool(
@@ -687,31 +707,20 @@ class TwiceGatedStore(GatedStore):
 
     def __init__(self, step: str) -> None:
         super().__init__(step)
-        self.closing = asyncio.Event()
-        self.close = asyncio.Event()
+        self.ending = asyncio.Event()
+        self.end = asyncio.Event()
 
     async def fail(self, key: Any, **options: Any) -> Any:
-        await self._closed()
+        await self._ending()
         return await super().fail(key, **options)
 
     async def mark_unknown(self, key: Any, **options: Any) -> Any:
-        await self._closed()
+        await self._ending()
         return await super().mark_unknown(key, **options)
 
-    async def _closed(self) -> None:
-        self.closing.set()
-        await self.close.wait()
-
-
-async def rows_once_there(ledger: InMemoryRunLedger, count: int) -> list[Any]:
-    """The ledger's rows once it holds ``count`` of them (a cancelled call is closed by a task
-    of its own, which may end after the call's task), waiting two seconds at most."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 2
-    while len(ledger.records) < count:
-        assert loop.time() < deadline, f"rows never closed: {ledger.records}"
-        await asyncio.sleep(0.001)
-    return list(ledger.records)
+    async def _ending(self) -> None:
+        self.ending.set()
+        await self.end.wait()
 
 
 @pytest.mark.parametrize(
@@ -727,13 +736,15 @@ async def test_a_call_cancelled_again_while_it_is_being_closed_is_still_closed(
     task = asyncio.create_task(send(tool(body, REQUIRED), effect_store=store, ledger=ledger))
     await store.waiting.wait()
     task.cancel()
-    await store.closing.wait()  # dispatch is ending the claim of the cancelled call
+    await store.ending.wait()  # dispatch is ending the claim of the cancelled call
     task.cancel()
+    await asyncio.sleep(0.01)
+    assert not task.done()  # the second cancellation waits for the call to be closed
+    store.end.set()
     with pytest.raises(asyncio.CancelledError):
-        await task  # the second cancellation reaches the caller at once
-    store.close.set()
+        await task  # then it reaches the caller
 
-    rows = await rows_once_there(ledger, 2)
+    rows = list(ledger.records)  # already there when the caller sees the cancellation
     assert [row.status for row in rows] == ["started", "error"]
     assert rows[-1].result is not None
     assert rows[-1].result.error is not None
@@ -833,32 +844,84 @@ async def test_a_run_signal_set_before_the_dispatched_mark_never_leaves_the_clai
         signal.set()  # after the claim was taken, before the tool is marked dispatched
 
     ledger = InMemoryRunLedger()
-    try:
-        await send_with_signal(
-            tool(body, REQUIRED),
-            signal,
-            effect_store=durable_store,
-            ledger=ledger,
-            before_execute=stop_the_run,
-        )
-    except asyncio.CancelledError:
-        pass  # a call stopped by the signal may be cancelled; it must be closed all the same
+    result = await send_with_signal(
+        tool(body, REQUIRED),
+        signal,
+        effect_store=durable_store,
+        ledger=ledger,
+        before_execute=stop_the_run,
+    )
+    # The run was stopped before the tool ran: it does not run, the claim ends, and the call
+    # is closed (the run itself stops at its next safe point).
+    assert body.runs == 0
+    assert result.error is not None
+    assert result.error.code == "cancelled"
     record = await durable_store.get(stored_key())
     assert record is not None
-    assert record.status not in {"pending", "dispatched"}
+    assert (record.status, record.claim_token) == ("failed_terminal", None)
+    assert [row.status for row in ledger.records] == ["started", "error"]
+
+
+class RefusingLedger(InMemoryRunLedger):
+    """A ledger that refuses the started row, as a full disk would."""
+
+    def append_tool_call(self, record: Any) -> None:
+        if record.status == "started":
+            raise OSError("disk full")
+        super().append_tool_call(record)
+
+
+async def test_a_refused_started_row_ends_the_claim_and_the_tool_does_not_run(
+    durable_store: BaseToolEffectStore,
+) -> None:
+    from prism_tools import LedgerWriteError
+
+    body = Counter()
+    with pytest.raises(LedgerWriteError):
+        await send(tool(body, REQUIRED), effect_store=durable_store, ledger=RefusingLedger())
+    assert body.runs == 0
+    record = await durable_store.get(stored_key())
+    assert record is not None
+    assert (record.status, record.claim_token) == ("failed_terminal", None)
+
+
+async def test_a_call_closed_as_a_coroutine_is_still_closed_by_the_loop() -> None:
+    # coroutine.close() (a framework tearing a task down) raises GeneratorExit inside the tool's
+    # await: nothing can be awaited there, so the loop closes the call's row and claim after.
+    gate = asyncio.Event()
+
+    async def waits(args: dict[str, Any], ctx: ToolExecutionContext) -> str:
+        await gate.wait()
+        return "sent"
+
+    async def sink(event: Any) -> None:
+        await asyncio.sleep(0)  # an event sink that yields, as a real one does
+
+    store = InMemoryToolEffectStore()
+    ledger = InMemoryRunLedger()
+    definition = ToolDefinition("send_email", execute=waits, effect=REQUIRED)
+    call = send(definition, effect_store=store, ledger=ledger, emit=sink)
+    step = call.send(None)  # runs until the tool waits
+    while not gate.is_set() and len(ledger.records) < 1:
+        step = call.send(None)
+    call.close()
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert [row.status for row in ledger.records] == ["started", "error"]
+    record = await store.get(stored_key())
+    assert record is not None
     assert record.claim_token is None
-    statuses = [row.status for row in ledger.records]
-    assert statuses[0] == "started"
-    assert statuses[1:] in (["finished"], ["error"])
-    if record.status == "completed":
-        assert body.runs == 1
-    else:
-        assert (record.status, body.runs) == ("failed_terminal", 0)
+    del step
 
 
 async def test_the_runtime_closes_a_durable_call_when_the_run_signal_is_set_during_it() -> None:
-    from prism_tools import AgentRunError, ProviderResponse, RunCancelledError, ScriptedProvider
-    from prism_tools import create_agent
+    from prism_tools import (
+        AgentRunError,
+        ProviderResponse,
+        RunCancelledError,
+        ScriptedProvider,
+        create_agent,
+    )
 
     signal = asyncio.Event()
     runs: list[str] = []

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import multiprocessing
 import os
 import sqlite3
+from contextlib import ExitStack, closing
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +18,7 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from tests.effects_conformance import (
+    IDENTITY,
     START,
     EffectStoreConformance,
     ManualClock,
@@ -38,6 +42,8 @@ from prism_tools.effects import (
     resolve_effect,
     run_sync,
 )
+from prism_tools.errors import IdentityError
+from prism_tools.identity import AgentIdentity
 from prism_tools.types import ToolExecutionContext, ToolResult
 
 
@@ -194,6 +200,36 @@ async def test_sqlite_concurrent_writes_share_one_commit(tmp_path: Path) -> None
             assert await store.get(key) == outcome.record
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("expires_at", "sk-time-0042"),
+        ("updated_at", "yesterday sk-time-0042"),
+        ("created_at", 20260101),
+    ],
+)
+async def test_sqlite_a_time_changed_outside_the_library_is_a_value_error_naming_it(
+    tmp_path: Path, field: str, value: Any
+) -> None:
+    # A claim's expiry edited into something that is not a time was read as the record, and
+    # failed (quoting it) only when the store compared it; a changed updated_at was never noticed.
+    path = tmp_path / "effects.db"
+    key = make_key()
+    with SqliteToolEffectStore(path) as store:
+        await store.begin(key)
+    with closing(sqlite3.connect(path)) as db, db:
+        db.execute(
+            "UPDATE prism_tool_effects SET record = json_set(record, ?, json(?))",
+            (f"$.{field}", json.dumps(value)),
+        )
+    with SqliteToolEffectStore(path) as store:
+        with pytest.raises(ValueError, match=f"field '{field}' must be an ISO 8601 time") as info:
+            await store.get(key)
+        assert str(value) not in str(info.value)
+        with pytest.raises(ValueError, match=f"field '{field}'"):
+            await store.begin(key)
+
+
 class FailingInsertStore(SqliteToolEffectStore):
     """Inserting the claim of ``call-bad`` fails as if the disk did."""
 
@@ -341,6 +377,45 @@ def test_a_record_that_is_not_one_is_a_value_error_naming_the_field(
     # These were a KeyError or an AttributeError from inside the reader.
     with pytest.raises(ValueError, match=message):
         ToolEffectRecord.from_dict(data)
+
+
+def stored_record() -> dict[str, Any]:
+    """A pending record as ``to_dict`` writes it."""
+    key = make_key()
+    return ToolEffectRecord(
+        key=key.key,
+        session_id="s",
+        run_id="r",
+        tool_call_id=key.tool_call_id,
+        tool_name=key.tool_name,
+        arguments_hash=key.arguments_hash,
+        status="pending",
+        attempt=1,
+        version=1,
+        created_at="2026-01-01T00:00:00.000Z",
+        updated_at="2026-01-01T00:00:00.000Z",
+        tenant_id="t1",
+        claim_token="0" * 32,
+        expires_at="2026-01-01T00:15:00.000Z",
+    ).to_dict()
+
+
+@pytest.mark.parametrize("field", ["created_at", "updated_at", "expires_at"])
+@pytest.mark.parametrize("value", ["not a time sk-time-0042", "", "2026-01-01T25:00:00Z", 5])
+def test_a_record_time_that_is_not_one_is_a_value_error_naming_the_field(
+    field: str, value: Any
+) -> None:
+    data = stored_record()
+    assert ToolEffectRecord.from_dict(data).to_dict() == data
+    settled = {**data, "status": "completed", "claim_token": None, "expires_at": None}
+    assert ToolEffectRecord.from_dict(settled).expires_at is None  # no expiry is not a bad one
+    data[field] = value
+    with pytest.raises(
+        ValueError, match=f"^stored tool effect record field '{field}' must be an ISO 8601 time"
+    ) as info:
+        ToolEffectRecord.from_dict(data)
+    if isinstance(value, str) and value:
+        assert value not in str(info.value)  # the stored value is not quoted
 
 
 # --- declarations ---------------------------------------------------------------------------------
@@ -653,3 +728,69 @@ def test_a_busy_timeout_that_is_not_a_number_of_seconds_is_refused(
     with pytest.raises(ValueError, match="busy_timeout_s must be a number of seconds from 0 to"):
         SqliteToolEffectStore(tmp_path / "effects.db", busy_timeout_s=wrong)
     assert not (tmp_path / "effects.db").exists()
+
+
+class NoOffset(tzinfo):
+    """A time zone that knows no offset (``utcoffset`` is None), as some zone libraries give."""
+
+    def utcoffset(self, moment: datetime | None) -> timedelta | None:
+        return None
+
+    def dst(self, moment: datetime | None) -> timedelta | None:
+        return None
+
+    def tzname(self, moment: datetime | None) -> str | None:
+        return None
+
+
+def test_an_identity_expiry_reads_a_time_without_a_zone_as_utc() -> None:
+    # A naive moment against an aware expiry (or both naive) raised TypeError.
+    noon_utc = datetime(2030, 1, 1, 12, tzinfo=UTC)
+    noon_plus_two = datetime(2030, 1, 1, 12, tzinfo=timezone(timedelta(hours=2)))  # 10:00 UTC
+    naive_noon = datetime(2030, 1, 1, 12)
+    cases = [
+        (datetime(2030, 1, 1, 11, 59), noon_utc, False),
+        (naive_noon, noon_utc, True),
+        (datetime(2030, 1, 1, 11), noon_plus_two, True),
+        (datetime(2030, 1, 1, 9, 59), noon_plus_two, False),
+        (datetime(2030, 1, 1, 11), naive_noon, False),
+        (naive_noon, naive_noon, True),
+        # An aware moment against a naive expiry: 13:00 at UTC+2 is 11:00 UTC.
+        (datetime(2030, 1, 1, 13, tzinfo=timezone(timedelta(hours=2))), naive_noon, False),
+        (datetime(2030, 1, 1, 12, tzinfo=UTC), naive_noon, True),
+        # A zone that gives no offset leaves a time naive: read as UTC too.
+        (datetime(2030, 1, 1, 11, 59, tzinfo=NoOffset()), noon_utc, False),
+        (datetime(2030, 1, 1, 12, tzinfo=NoOffset()), noon_utc, True),
+    ]
+    for now, expires_at, expired in cases:
+        identity = AgentIdentity("agent-1", "t1", expires_at=expires_at)
+        if expired:
+            with pytest.raises(IdentityError, match="expired"):
+                identity.check_active(now)
+        else:
+            identity.check_active(now)
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_a_store_with_a_naive_clock_checks_an_aware_identity_expiry(
+    tmp_path: Path, kind: str
+) -> None:
+    clock = ManualClock(START.replace(tzinfo=None))  # read as UTC
+    identity = dataclasses.replace(IDENTITY, expires_at=START + timedelta(seconds=1))
+    with ExitStack() as stack:
+        store = (
+            InMemoryToolEffectStore(now=clock)
+            if kind == "memory"
+            else stack.enter_context(SqliteToolEffectStore(tmp_path / "effects.db", now=clock))
+        )
+        key = make_key(identity=identity)
+        began = await store.begin(key)
+        assert began.outcome == "acquired"
+        sent = await store.mark_dispatched_from(key, began.record)
+        assert sent.status == "dispatched"
+        assert (await store.begin(key)).outcome == "existing"
+        clock.advance(1000)  # the identity's expiry, in UTC
+        with pytest.raises(IdentityError, match="expired"):
+            await store.complete_from(key, sent, result_for(key))
+        with pytest.raises(IdentityError, match="expired"):
+            await store.begin(make_key("another", identity=identity))

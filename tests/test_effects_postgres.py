@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from tests.effects_conformance import (
+    IDENTITY,
     START,
     EffectStoreConformance,
     ManualClock,
@@ -23,14 +24,29 @@ from tests.effects_conformance import (
     result_for,
 )
 from tests.pg import PgSchema, with_options
+from tests.support import ledger_row
 
-from prism_tools import effect_stores_postgres
+from prism_tools import (
+    InMemoryRunLedger,
+    ToolCall,
+    ToolDefinition,
+    ToolExecutionContext,
+    ToolResult,
+    create_tool_registry,
+    dispatch_tool_call,
+    effect_stores_postgres,
+)
 from prism_tools.effect_stores_postgres import (
     COMPONENT,
     SCHEMA_VERSION,
     PostgresToolEffectStore,
 )
-from prism_tools.effects import ERR_TOOL_EFFECT_LIMIT, ToolEffectError, ToolEffectStore
+from prism_tools.effects import (
+    ERR_TOOL_EFFECT_LIMIT,
+    ToolEffect,
+    ToolEffectError,
+    ToolEffectStore,
+)
 from prism_tools.identity import AgentIdentity, Ownership
 
 postgres = pytest.mark.postgres
@@ -236,6 +252,86 @@ async def test_a_borrowed_connection_stays_open(pg_schema: PgSchema) -> None:
         assert not conn.closed
         with pytest.raises(RuntimeError, match="closed"):
             await store.get(make_key())
+
+
+@postgres
+def test_a_ledger_and_a_store_on_one_borrowed_connection_work_from_two_threads(
+    pg_schema: PgSchema,
+) -> None:
+    # Each used to lock only itself, so the store's statements landed inside the ledger's
+    # pipelined batches: "another command is already in progress", claims lost.
+    import psycopg
+
+    from prism_tools.ledger_postgres import PostgresRunLedger
+
+    keys = 200
+    errors: list[BaseException] = []
+    acquired: list[str] = []
+    appended: list[str] = []
+    ledger_started, stop = threading.Event(), threading.Event()
+
+    def append_rows(ledger: PostgresRunLedger) -> None:
+        async def main() -> None:
+            batch = 0
+            while not stop.is_set():
+                call_ids = [f"c{batch}-{n}" for n in range(8)]
+                waiting = [ledger.append_tool_call(ledger_row(call_id)) for call_id in call_ids]
+                outcomes = await asyncio.gather(
+                    *(write for write in waiting if write is not None), return_exceptions=True
+                )
+                errors.extend(item for item in outcomes if isinstance(item, BaseException))
+                appended.extend(call_ids)
+                ledger_started.set()
+                batch += 1
+
+        try:
+            asyncio.run(main())
+        except BaseException as err:
+            errors.append(err)
+        finally:
+            ledger_started.set()
+
+    def claim_keys(store: PostgresToolEffectStore) -> None:
+        async def main() -> None:
+            for start in range(0, keys, 10):
+                outcomes = await asyncio.gather(
+                    *(store.begin(make_key(f"k{n}")) for n in range(start, start + 10)),
+                    return_exceptions=True,
+                )
+                for outcome in outcomes:
+                    if isinstance(outcome, BaseException):
+                        errors.append(outcome)
+                    elif outcome.outcome == "acquired":
+                        acquired.append(outcome.record.key)
+
+        try:
+            asyncio.run(main())
+        except BaseException as err:
+            errors.append(err)
+
+    with psycopg.connect(pg_schema.dsn, autocommit=True) as conn:
+        ledger, store = PostgresRunLedger(conn), PostgresToolEffectStore(conn)
+        # Daemon threads: one stuck on the connection must fail the test, not hang the process.
+        writer = threading.Thread(target=append_rows, args=(ledger,), daemon=True)
+        claimer = threading.Thread(target=claim_keys, args=(store,), daemon=True)
+        writer.start()
+        try:
+            assert ledger_started.wait(10)
+            claimer.start()
+            claimer.join(30)
+        finally:
+            stop.set()
+            writer.join(30)
+        assert not claimer.is_alive()
+        assert not writer.is_alive()
+        assert not errors, f"{len(errors)} errors, the first: {errors[0]!r}"
+        assert len(acquired) == keys
+        assert conn.execute("SELECT 1").fetchone() == (1,)  # the connection is left usable
+        store.close()
+        ledger.close()
+    stored = {key for (key,) in pg_schema.sql.execute("SELECT effect_key FROM prism_tool_effects")}
+    assert stored == set(acquired)
+    assert pg_schema.scalar("SELECT count(*) FROM prism_tool_calls") == len(appended)
 
 
 def test_a_missing_psycopg_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -507,3 +603,91 @@ async def test_a_connection_dropped_mid_call_is_an_error_and_the_next_call_works
     assert pg_schema.sql.execute("SELECT status, version FROM prism_tool_effects").fetchall() == [
         ("dispatched", 2)
     ]
+
+
+# --- dispatch with the store --------------------------------------------------------------------
+
+REQUIRED = ToolEffect("external_mutation", "required")
+
+
+async def send_through(
+    store: PostgresToolEffectStore,
+    execute: Any,
+    ledger: InMemoryRunLedger,
+    *,
+    signal: asyncio.Event | None = None,
+    before_execute: Any = None,
+) -> ToolResult:
+    """Dispatches ``make_key()``'s call to a ``send_email`` tool running ``execute``."""
+    key = make_key()
+    return await dispatch_tool_call(
+        ToolCall(key.tool_call_id, key.tool_name, {"to": "a@example.com"}),
+        create_tool_registry([ToolDefinition(key.tool_name, execute=execute, effect=REQUIRED)]),
+        ToolExecutionContext(
+            session_id=key.session_id,
+            run_id=key.run_id,
+            tool_call_id=key.tool_call_id,
+            signal=signal,
+        ),
+        identity=IDENTITY,
+        effect_store=store,
+        ledger=ledger,
+        before_execute=before_execute,
+    )
+
+
+@postgres
+async def test_a_run_signal_set_while_a_durable_tool_runs_still_stores_its_result(
+    pg_schema: PgSchema,
+) -> None:
+    signal = asyncio.Event()
+    runs: list[str] = []
+
+    async def body(args: dict[str, Any], ctx: ToolExecutionContext) -> str:
+        runs.append(ctx.tool_call_id)
+        signal.set()  # the host stops the run while the tool is under way
+        return "sent"
+
+    ledger = InMemoryRunLedger()
+    with PostgresToolEffectStore(pg_schema.dsn) as store:
+        result = await send_through(store, body, ledger, signal=signal)
+        assert (result.value, result.error) == ("sent", None)
+        record = await store.get(make_key())
+    assert [row.status for row in ledger.records] == ["started", "finished"]
+    assert runs == ["call-1"]
+    assert record is not None
+    assert (record.status, record.claim_token) == ("completed", None)
+    assert pg_schema.sql.execute(
+        "SELECT status, claim_token FROM prism_tool_effects"
+    ).fetchall() == [("completed", None)]
+
+
+@postgres
+async def test_a_connection_lost_before_the_dispatched_mark_releases_the_claim(
+    pg_schema: PgSchema,
+) -> None:
+    name = f"prism-effects-{uuid.uuid4().hex[:12]}"
+    runs: list[str] = []
+
+    async def body(args: dict[str, Any], ctx: ToolExecutionContext) -> str:
+        runs.append(ctx.tool_call_id)
+        return "sent"
+
+    def lose_the_connection(call: ToolCall, tool: ToolDefinition, ctx: Any) -> None:
+        terminate(pg_schema, name)  # after the claim was taken, before the mark
+
+    ledger = InMemoryRunLedger()
+    with PostgresToolEffectStore(with_options(pg_schema.dsn, application_name=name)) as store:
+        result = await send_through(store, body, ledger, before_execute=lose_the_connection)
+        assert result.error is not None
+        assert result.error.code == "ERR_PRISM_TOOL_EFFECT_PRE_DISPATCH"
+        assert runs == []
+        record = await store.get(make_key())
+        assert record is not None
+        # The mark did not land: the claim is released for another attempt rather than left
+        # pending and held until it expires, and a redelivery runs the tool once.
+        assert (record.status, record.claim_token) == ("failed_retryable", None)
+        again = await send_through(store, body, InMemoryRunLedger())
+        assert again.value == "sent"
+        assert runs == ["call-1"]
+    assert [row.status for row in ledger.records] == ["started", "error"]

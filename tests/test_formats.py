@@ -1229,3 +1229,23 @@ def test_stored_extras_never_stand_in_for_the_fields_a_format_maps(family: str) 
     assert "http://x/s" not in text
     assert entry["name"] == "lookup_order"
     assert entry["title"] == "kept"  # an extra the format does not map still comes back
+
+
+@pytest.mark.parametrize(
+    ("format", "own", "other"),
+    [
+        ("mcp", "inputSchema", "input_schema"),
+        ("anthropic", "input_schema", "parameters"),
+        ("plain", "parameters", "inputSchema"),
+    ],
+)
+def test_a_schema_key_of_another_format_is_never_exported_from_extras(
+    format: CatalogFormat, own: str, other: str
+) -> None:
+    # Loaded with a forced format, another format's schema key is kept as an extra, which the
+    # check never looks at: export must not write it next to the tool's own schema.
+    remote = {"type": "object", "properties": {"x": {"$ref": "http://x/s"}}}
+    [tool] = load_catalog([{"name": "f", own: EMPTY, other: remote}], format=format)
+    assert check_catalog([tool]).ok
+    text = json.dumps(export_catalog([tool], format))
+    assert "http://x/s" not in text

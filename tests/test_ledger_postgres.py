@@ -4,6 +4,7 @@ the process, the connection and a second process creating the schema at the same
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import signal
 import sys
 import threading
@@ -121,6 +122,115 @@ async def test_dispatch_rows_are_stored_in_order_and_redacted(pg_schema: PgSchem
 async def test_ids_and_names_no_column_can_hold_are_stored(pg_schema: PgSchema) -> None:
     with PostgresRunLedger(pg_schema.dsn) as ledger:
         await check_text_no_column_can_hold_is_stored(ledger)
+
+
+# Ids that differ only where a ledger column cannot: NUL, a lone surrogate, U+FFFD.
+ALIKE_IN_COLUMNS = ("call\x00", "call\ud800", "call\ufffd")
+
+
+@postgres
+async def test_rows_asked_for_by_id_are_those_of_that_id_alone(pg_schema: PgSchema) -> None:
+    # The columns hold NUL and a lone surrogate as U+FFFD, so the query found all three calls.
+    registry = create_tool_registry([ToolDefinition("echo", execute=echo)])
+    with PostgresRunLedger(pg_schema.dsn) as ledger:
+        for call_id in ALIKE_IN_COLUMNS:
+            await dispatch_tool_call(
+                ToolCall(call_id, "echo", {}),
+                registry,
+                context(call_id, session=call_id),
+                ledger=ledger,
+            )
+        assert [(row.tool_call_id, row.status) for row in ledger.rows(tool_call_id="call\x00")] == [
+            ("call\x00", "started"),
+            ("call\x00", "finished"),
+        ]
+        assert [row.session_id for row in ledger.rows(session_id="call\x00")] == ["call\x00"] * 2
+        # A lone surrogate has no UTF-8 spelling: the row itself keeps it as U+FFFD, so those
+        # two calls are one id to the ledger; never the call whose id holds NUL.
+        surrogate = ledger.rows(tool_call_id="call\ud800")
+        assert surrogate == ledger.rows(tool_call_id="call\ufffd")
+        assert {row.tool_call_id for row in surrogate} == {"call\ufffd"}
+        assert [row.status for row in surrogate] == ["started", "finished"] * 2
+
+
+@postgres
+async def test_rows_are_found_by_the_id_that_is_not_text_they_were_written_with(
+    pg_schema: PgSchema,
+) -> None:
+    # A row stores such an id as its text; the query compared the column with the id itself
+    # ("operator does not exist: text = smallint").
+    registry = create_tool_registry([ToolDefinition("echo", execute=echo)])
+    with PostgresRunLedger(pg_schema.dsn) as ledger:
+        await dispatch_tool_call(
+            ToolCall(5, "echo", {}),  # type: ignore[arg-type]
+            registry,
+            ToolExecutionContext(session_id=7, run_id="r1", tool_call_id=5),  # type: ignore[arg-type]
+            ledger=ledger,
+        )
+        found = ledger.rows(tool_call_id=5)  # type: ignore[arg-type]
+        assert [(row.tool_call_id, row.session_id, row.status) for row in found] == [
+            ("5", "7", "started"),
+            ("5", "7", "finished"),
+        ]
+        assert ledger.rows(session_id=7) == found  # type: ignore[arg-type]
+        assert ledger.rows(tool_call_id="5", session_id="7") == found
+
+
+def incompressible(length: int, seed: str) -> str:
+    """``length`` hex digits that compression does not shorten (PostgreSQL compresses an index
+    entry before it checks its size)."""
+    digits = "".join(
+        hashlib.sha256(f"{seed}-{block}".encode()).hexdigest() for block in range(length // 64 + 1)
+    )
+    return digits[:length]
+
+
+def wide_characters(length: int, seed: str) -> str:
+    """``length`` three-byte characters (CJK), as varied as ``incompressible``."""
+    return "".join(chr(0x4E00 + int(digit, 16) * 37) for digit in incompressible(length, seed))
+
+
+@postgres
+async def test_ids_too_long_for_an_index_entry_are_written_and_found(pg_schema: PgSchema) -> None:
+    # A btree index entry holds 2,704 bytes: longer call and session ids failed the row (and so
+    # the call) with "index row size exceeds btree maximum".
+    shared = incompressible(3000, "shared")
+    shared_wide = wide_characters(1000, "wide")  # 3,000 bytes
+    call_ids = [
+        incompressible(3000, "a"),
+        incompressible(10_000, "b"),
+        shared + "1",
+        shared + "2",
+        shared_wide + "1",
+        shared_wide + "2",
+    ]
+    session_base = incompressible(10_000, "session")
+    sessions = [session_base + "1", session_base + "2"]
+    registry = create_tool_registry([ToolDefinition("echo", execute=echo)])
+    with PostgresRunLedger(pg_schema.dsn) as ledger:
+        for number, call_id in enumerate(call_ids):
+            result = await dispatch_tool_call(
+                ToolCall(call_id, "echo", {"n": number}),
+                registry,
+                context(call_id, session=sessions[number % 2]),
+                ledger=ledger,
+            )
+            assert result.error is None
+        for number, call_id in enumerate(call_ids):
+            found = ledger.rows(tool_call_id=call_id)
+            assert [(row.tool_call_id, row.status) for row in found] == [
+                (call_id, "started"),
+                (call_id, "finished"),
+            ]
+            assert found[0].session_id == sessions[number % 2]
+            assert found[0].arguments == {"n": number}
+        for parity, session in enumerate(sessions):
+            assert [row.tool_call_id for row in ledger.rows(session_id=session)] == [
+                call_id for call_id in call_ids[parity::2] for _ in ("started", "finished")
+            ]
+        assert ledger.rows(session_id=session_base) == []
+        assert ledger.rows(tool_call_id=shared) == []
+    assert pg_schema.scalar("SELECT count(*) FROM prism_tool_calls") == 2 * len(call_ids)
 
 
 @postgres
@@ -319,3 +429,27 @@ def test_a_killed_process_never_loses_a_row_it_moved_past(
     check_a_killed_process_keeps_every_started_row(
         "postgres", pg_schema.dsn, tmp_path, calls, lambda: PostgresRunLedger(pg_schema.dsn)
     )
+
+
+@postgres
+async def test_rows_an_earlier_version_stored_with_long_ids_are_still_found(
+    pg_schema: PgSchema,
+) -> None:
+    # The version before kept every id whole in its column, up to the index's limit (some
+    # 2,700 bytes); ids from 2,601 bytes are now kept shortened, and a query finds both forms.
+    call_id = incompressible(2650, "old")
+    registry = create_tool_registry([ToolDefinition("echo", execute=echo)])
+    with PostgresRunLedger(pg_schema.dsn) as ledger:
+        await dispatch_tool_call(
+            ToolCall(call_id, "echo", {}), registry, context(call_id), ledger=ledger
+        )
+        # As the earlier version wrote it: the whole id in the column.
+        pg_schema.sql.execute(
+            "UPDATE prism_tool_calls SET tool_call_id = %s, session_id = %s",
+            (call_id, "s1"),
+        )
+        found = ledger.rows(tool_call_id=call_id)
+        assert [(row.tool_call_id, row.status) for row in found] == [
+            (call_id, "started"),
+            (call_id, "finished"),
+        ]

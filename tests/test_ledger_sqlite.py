@@ -111,6 +111,34 @@ async def test_results_json_cannot_write_as_they_are_are_stored(tmp_path: Path) 
         await check_values_json_cannot_write_are_stored(ledger)
 
 
+# Ids that differ only where a ledger column cannot: NUL, a lone surrogate, U+FFFD.
+ALIKE_IN_COLUMNS = ("call\x00", "call\ud800", "call\ufffd")
+
+
+async def test_rows_asked_for_by_id_are_those_of_that_id_alone(tmp_path: Path) -> None:
+    # The columns hold NUL and a lone surrogate as U+FFFD, so the query found all three calls.
+    registry = create_tool_registry([ToolDefinition("echo", execute=echo)])
+    with SqliteRunLedger(tmp_path / "ledger.db") as ledger:
+        for call_id in ALIKE_IN_COLUMNS:
+            await dispatch_tool_call(
+                ToolCall(call_id, "echo", {}),
+                registry,
+                context(call_id, session=call_id),
+                ledger=ledger,
+            )
+        assert [(row.tool_call_id, row.status) for row in ledger.rows(tool_call_id="call\x00")] == [
+            ("call\x00", "started"),
+            ("call\x00", "finished"),
+        ]
+        assert [row.session_id for row in ledger.rows(session_id="call\x00")] == ["call\x00"] * 2
+        # A lone surrogate has no UTF-8 spelling: the row itself keeps it as U+FFFD, so those
+        # two calls are one id to the ledger; never the call whose id holds NUL.
+        surrogate = ledger.rows(tool_call_id="call\ud800")
+        assert surrogate == ledger.rows(tool_call_id="call\ufffd")
+        assert {row.tool_call_id for row in surrogate} == {"call\ufffd"}
+        assert [row.status for row in surrogate] == ["started", "finished"] * 2
+
+
 def secret_on_disk(path: Path) -> bool:
     """True when the secret is in the database file or its WAL side files."""
     files = [path, Path(f"{path}-wal"), Path(f"{path}-shm")]
@@ -316,6 +344,32 @@ async def test_rows_of_calls_with_odd_ids_or_names_read_back(
     assert ran == ([call_id] if name == "echo" else [])  # a blocked call never runs
 
 
+async def test_rows_are_found_by_the_id_that_is_not_text_they_were_written_with(
+    tmp_path: Path,
+) -> None:
+    # A row stores such an id as its text; the query bound the id itself, which SQLite compared
+    # as a number (True as 1) or could not bind at all (beyond 64 bits).
+    registry = create_tool_registry([ToolDefinition("echo", execute=echo)])
+    call_ids: list[Any] = [5, 2**64, True]
+    with SqliteRunLedger(tmp_path / "ledger.db") as ledger:
+        for call_id in call_ids:
+            await dispatch_tool_call(
+                ToolCall(call_id, "echo", {}),
+                registry,
+                ToolExecutionContext(session_id=call_id, run_id="r1", tool_call_id=call_id),
+                ledger=ledger,
+            )
+        for call_id in call_ids:
+            text = str(call_id)
+            found = ledger.rows(tool_call_id=call_id)
+            assert [(row.tool_call_id, row.status) for row in found] == [
+                (text, "started"),
+                (text, "finished"),
+            ]
+            assert ledger.rows(session_id=call_id) == found
+            assert ledger.rows(tool_call_id=text) == found
+
+
 async def test_what_a_tool_hands_back_is_written_only_as_rows_that_read_back(
     tmp_path: Path,
 ) -> None:
@@ -354,3 +408,25 @@ async def test_what_a_tool_hands_back_is_written_only_as_rows_that_read_back(
     assert results[2].error is not None
     assert "progress metadata must be a mapping" in results[2].error.message
     assert [row.status for row in rows if row.tool_call_id == "c0"] == ["started", "finished"]
+
+
+async def test_ids_of_other_kinds_are_stored_as_the_text_a_query_finds(tmp_path: Path) -> None:
+    import enum
+
+    class Ids(str, enum.Enum):  # noqa: UP042 - its str() is "Ids.FIRST", unlike a StrEnum
+        FIRST = "c1"
+
+    registry = create_tool_registry([ToolDefinition("echo", execute=echo)])
+    with SqliteRunLedger(tmp_path / "ledger.db") as ledger:
+        for call_id in (Ids.FIRST, (1, 2)):
+            await dispatch_tool_call(
+                ToolCall(call_id, "echo", {}),  # type: ignore[arg-type]
+                registry,
+                ToolExecutionContext(session_id="s1", run_id="r1", tool_call_id=call_id),  # type: ignore[arg-type]
+                ledger=ledger,
+            )
+        # A str subclass by its characters (not its __str__, "Ids.FIRST"); a tuple as JSON.
+        assert [row.tool_call_id for row in ledger.rows(tool_call_id=Ids.FIRST)] == ["c1", "c1"]
+        assert [row.tool_call_id for row in ledger.rows(tool_call_id="c1")] == ["c1", "c1"]
+        found = ledger.rows(tool_call_id=(1, 2))  # type: ignore[arg-type]
+        assert [row.tool_call_id for row in found] == ["[1, 2]", "[1, 2]"]

@@ -376,3 +376,15 @@ def test_a_replaced_tool_that_lists_the_registry_when_freed_does_not_hang() -> N
     )
     assert child.returncode == 0, child.stderr
     assert child.stdout.splitlines() == ["['a'] ['a']", "registered"]
+
+
+def test_the_core_insert_takes_an_exact_list_only() -> None:
+    # A list subclass's own methods would run while the name table is locked.
+    class Watched(list[Any]):
+        def __delitem__(self, index: Any) -> None:
+            raise AssertionError("ran under the lock")
+
+    table = Registry()
+    with pytest.raises(TypeError, match="tools must be a list"):
+        table.insert("a", tool("a"), Watched())
+    assert len(table) == 0

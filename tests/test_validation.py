@@ -1781,3 +1781,37 @@ def test_a_schema_made_of_host_mappings_validates_as_a_dict_would() -> None:
     ]
     assert [issue.keyword for issue in adapter.validate(schema, {"n": 0})] == ["minimum"]
     assert [issue.keyword for issue in adapter.validate(schema, {})] == ["required"]
+
+
+def test_a_wide_integer_subclass_is_read_without_its_own_float_conversion() -> None:
+    # Its __float__ would run Python code in the middle of the core's walk over the schema
+    # (here: changing the dict being walked, which made the core panic); it is never called.
+    schema: dict[str, Any] = {"type": "integer"}
+    called: list[bool] = []
+
+    class Wide(int):
+        def __float__(self) -> float:
+            called.append(True)
+            schema["extra"] = 1
+            raise KeyboardInterrupt
+
+    schema["maximum"] = Wide(2**70)
+    check_schema(schema)
+    adapter = create_json_schema_adapter()
+    assert adapter.validate(schema, 5) == []
+    assert [issue.keyword for issue in adapter.validate(schema, 2**71)] == ["maximum"]
+    assert called == []
+
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, SystemExit])
+def test_an_interrupt_raised_while_the_core_asks_what_a_value_is_propagates(
+    interrupt: type[BaseException],
+) -> None:
+    class Shifty:
+        @property  # type: ignore[misc]
+        def __class__(self) -> type:
+            raise interrupt
+
+    schema = {"type": "object", "properties": {"a": Shifty()}}
+    with pytest.raises(interrupt):
+        check_schema(schema)

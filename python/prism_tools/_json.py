@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
@@ -77,38 +78,71 @@ def dumps_lenient(value: Any) -> bytes:
 def json_ready(value: Any) -> Any:
     """``value`` as plain JSON data that reads back as it was written: what ``dumps_lenient``
     makes of it, except that integers beyond 64 bits keep every digit, strings keep their lone
-    surrogates and nesting up to ``READY_MAX_DEPTH`` is kept (the stored state of a session, whose
-    call arguments must hash the same after a restore). Python's ``json`` writes
-    and reads all of these; NaN and the infinities become ``None``, as orjson writes them."""
+    surrogates and nesting up to ``READY_MAX_DEPTH`` is kept (the stored state of a session,
+    whose call arguments must hash the same after a restore). Python's ``json`` writes and reads
+    all of these; NaN and the infinities become ``None``, as orjson writes them. Only the parts
+    JSON cannot hold at all are written leniently, each where it is: the rest stays exact."""
     try:
         return orjson.loads(orjson.dumps(value, default=_fallback, option=orjson.OPT_NON_STR_KEYS))
     except (JSONEncodeError, RecursionError, TypeError, ValueError):
-        pass  # a wide integer, a lone surrogate, deep nesting or an odd key: read below
+        pass  # a wide integer, a lone surrogate, deep nesting or an odd key: walked below
+    return _ready(value, 0, set())
+
+
+# Python writes no integer with more digits than this in decimal (``sys.int_info``); such an
+# integer is written as the lenient writer writes it.
+_MAX_DECIMAL_BITS: Final = 14_000
+
+
+def _ready(value: Any, depth: int, ancestors: set[int]) -> Any:
+    """``json_ready``'s walk, one frame a level: exact where JSON can hold a value, as the
+    lenient writer writes it where it cannot."""
+    if isinstance(value, str):
+        return str.__str__(value)  # a subclass by its characters, lone surrogates kept
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        number = int.__int__(value)
+        return number if number.bit_length() <= _MAX_DECIMAL_BITS else text_of(number)
+    if isinstance(value, float):
+        real = float.__float__(value)
+        return real if math.isfinite(real) else None
+    if depth >= READY_MAX_DEPTH:
+        return MAX_DEPTH_MARKER
+    marker = id(value)
+    if marker in ancestors:
+        return CIRCULAR_MARKER
+    ancestors.add(marker)
     try:
-        text = json.dumps(value, default=_fallback)
-        ready = json.loads(text, parse_constant=_non_finite)
-    except (RecursionError, TypeError, ValueError):
-        pass  # a cycle, a key Python's json refuses, or deeper than it goes
-    else:
-        if _nests_within(ready, READY_MAX_DEPTH):
-            return ready
-    return orjson.loads(dumps_lenient(value))
+        if isinstance(value, dict):
+            out: dict[str, Any] = {}
+            for key, item in dict.items(value):
+                out[_ready_key(key)] = _ready(item, depth + 1, ancestors)
+            return out
+        if isinstance(value, list | tuple | set | frozenset):
+            items: list[Any] = []
+            for item in value:
+                items.append(_ready(item, depth + 1, ancestors))  # noqa: PERF401 - a frame a level
+            return items
+        try:
+            substitute = _fallback(value)
+        except RecursionError:
+            return MAX_DEPTH_MARKER  # a to_dict() that nests past what Python can follow
+        return _ready(substitute, depth + 1, ancestors)
+    finally:
+        ancestors.discard(marker)
 
 
-def _nests_within(value: Any, limit: int) -> bool:
-    """Whether plain JSON data nests at most ``limit`` containers deep (read without
-    recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            item = item.values()
-        elif not isinstance(item, list):
-            continue
-        if depth >= limit:
-            return False
-        stack.extend((child, depth + 1) for child in item)
-    return True
+def _ready_key(key: Any) -> str:
+    """A key as the fast path writes it (orjson's text for a key that is not a string)."""
+    if isinstance(key, str):
+        return str.__str__(key)
+    try:
+        written = orjson.dumps({key: None}, default=_fallback, option=orjson.OPT_NON_STR_KEYS)
+        (text,) = orjson.loads(written)
+    except (JSONEncodeError, RecursionError, TypeError, ValueError):
+        return text_of(key)
+    return str(text)
 
 
 def fingerprint(value: Any) -> str:
@@ -127,10 +161,6 @@ def _by_value(value: Any) -> Any:
     if type(value) is float and value.is_integer():
         return int(value)
     return value
-
-
-def _non_finite(_spelling: str) -> None:
-    return None
 
 
 def dumps_for_scan(value: Any) -> bytes:
@@ -159,6 +189,10 @@ def text_of(value: Any) -> str:
 
 
 def _fallback(value: Any) -> Any:
+    if isinstance(value, float):
+        # A float subclass (numpy.float64) is a number, not its text: orjson writes floats of
+        # the exact type only.
+        return float.__float__(value)
     try:
         to_dict = getattr(value, "to_dict", None)
         if callable(to_dict) and not isinstance(value, type):

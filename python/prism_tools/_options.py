@@ -55,6 +55,11 @@ _OPTION_TYPES: Final[dict[str, tuple[Callable[[Any], bool], str]]] = {
     "instructions": (_is(str), "a string"),
     "effect_store": (_is(ToolEffectStore), "a ToolEffectStore"),
     "limit_tracker": (_has_method("charge"), "a limit tracker with a charge(limit) method"),
+    # A run polls is_set() and awaits wait(): an asyncio.Event, or anything with both.
+    "signal": (
+        lambda value: has_method(value, "is_set") and has_method(value, "wait"),
+        "an asyncio.Event (is_set() and wait())",
+    ),
     # Switches that widen or narrow what runs take True or False only: a truthy stranger such
     # as the string "false" must not turn one on.
     "allow_hidden_tool_calls": (_is(bool), "True or False"),

@@ -620,6 +620,7 @@ class Session:
             validate=validate,
             guardrails=guardrails,
             metadata=metadata,
+            signal=signal,
             effect_store=effect_store,
             allow_hidden_tool_calls=allow_hidden_tool_calls,
             interrupt_before_tool=interrupt_before_tool,
@@ -714,6 +715,7 @@ class Session:
             validate=validate,
             guardrails=guardrails,
             metadata=metadata,
+            signal=signal,
             effect_store=effect_store,
             allow_hidden_tool_calls=allow_hidden_tool_calls,
         )

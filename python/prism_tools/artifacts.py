@@ -141,9 +141,32 @@ def redacted_issues(check: ArtifactCheck, redactor: Redactor | None) -> Artifact
         return check
     return replace(
         check,
-        errors=tuple(redactor.redact(issue) for issue in check.errors),
-        metadata=redactor.redact(check.metadata),
+        errors=tuple(_redacted_issue(issue, redactor) for issue in check.errors),
+        metadata=_redacted_metadata(check.metadata, redactor),
     )
+
+
+def _redacted_issue(issue: ArtifactIssue, redactor: Redactor) -> ArtifactIssue:
+    # Field by field, rebuilt here: a redactor may give back plain data for an object.
+    return ArtifactIssue(
+        _redacted_text(issue.message, redactor),
+        _redacted_text(issue.path, redactor),
+        _redacted_metadata(issue.metadata, redactor),
+    )
+
+
+def _redacted_text(text: str, redactor: Redactor) -> str:
+    redacted = redactor.redact(text)
+    return redacted if isinstance(redacted, str) else _json.text_of(redacted)
+
+
+def _redacted_metadata(
+    metadata: Mapping[str, JSONValue] | None, redactor: Redactor
+) -> Mapping[str, JSONValue] | None:
+    if metadata is None:
+        return None
+    redacted = redactor.redact(dict(metadata))
+    return redacted if isinstance(redacted, Mapping) else {"redacted": _json.text_of(redacted)}
 
 
 def failure_code(check: ArtifactCheck) -> str:

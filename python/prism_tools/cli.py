@@ -11,13 +11,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
-import io
 import os
+import re
 import sys
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn, TextIO, cast
+from typing import Any, NoReturn, TextIO, cast
 
 from prism_tools import __version__, _json
 from prism_tools.catalog_check import CatalogCheck, CatalogFinding, check_catalog
@@ -57,7 +58,9 @@ class _Parser(argparse.ArgumentParser):
     other error of the command is."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (see '{self.prog} --help')\n")
+        # The message may quote an argument: escaped, as catalog text is, to stay one line.
+        text = _terminal(_argument_text(message))
+        self.exit(2, f"{self.prog}: {text} (see '{self.prog} --help')\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -231,7 +234,7 @@ def _check(source: str, as_json: bool, require_schema: bool, out: TextIO, err: T
     )
     if as_json:
         data = {"catalog": _argument_text(source), "format": shape, **result.to_dict()}
-        out.write(_json.dumps(data).decode("utf-8") + "\n")
+        _write_json(out, _json.dumps(data).decode("utf-8") + "\n")
     else:
         out.write(_format_check(source, shape, result))
     return 0 if result.ok else 1
@@ -274,7 +277,7 @@ def _search(source: str, query: str, k: int, as_json: bool, out: TextIO) -> int:
                 {"name": hit.name, "score": hit.score, "matched": list(hit.matched)} for hit in hits
             ],
         }
-        out.write(_json.dumps(data).decode("utf-8") + "\n")
+        _write_json(out, _json.dumps(data).decode("utf-8") + "\n")
         return 0
     if not hits:
         out.write(f"no tool matches {query!r} among {len(tools)} tools\n")
@@ -301,7 +304,7 @@ def _export(source: str, shape: CatalogFormat, strict: bool, out: TextIO) -> int
         text = _json.dumps_exact(document).decode("utf-8")
     except ValueError as error:
         raise CommandError(str(error)) from None
-    out.write(text + "\n")
+    _write_json(out, text + "\n")
     return 0
 
 
@@ -314,7 +317,7 @@ def _demo(as_json: bool, out: TextIO) -> int:
     if as_json:
         data = report_data(report)
         data["agent"] = agent_report_data(agent_report)
-        out.write(_json.dumps(data).decode("utf-8") + "\n")
+        _write_json(out, _json.dumps(data).decode("utf-8") + "\n")
     else:
         out.write(format_report(report))
         out.write(format_agent_report(agent_report))
@@ -368,60 +371,153 @@ def _bench(args: Sequence[str]) -> int:
     return int(status)
 
 
+class _OutputError(Exception):
+    """Writing to standard output failed (``error``: a closed pipe, a full disk, a closed
+    file): told apart from every other error, which says nothing about the output."""
+
+    def __init__(self, error: OSError | ValueError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _Stream:
+    """A standard stream as the commands write to it. Text the stream cannot encode (an
+    ASCII-only terminal) is written with backslash escapes, without changing the stream itself
+    (a host calling ``main`` keeps its own). A failed write to standard output raises
+    ``_OutputError``; one to standard error is dropped (there is nowhere left to report it)."""
+
+    def __init__(self, stream: TextIO | None, *, is_output: bool) -> None:
+        self.stream = stream
+        self.is_output = is_output
+        self.encoding = getattr(stream, "encoding", None) or "utf-8"
+
+    def encodable(self, text: str) -> bool:
+        try:
+            text.encode(self.encoding)
+        except (UnicodeEncodeError, LookupError):
+            return False
+        return True
+
+    def write(self, text: str) -> int:
+        if not self.encodable(text):
+            try:
+                text = text.encode(self.encoding, "backslashreplace").decode(self.encoding)
+            except LookupError:
+                text = text.encode("ascii", "backslashreplace").decode("ascii")
+        written: int = self._call(lambda stream: stream.write(text), len(text))
+        return written
+
+    def write_json(self, text: str) -> None:
+        """JSON text: where the stream cannot encode a character, the character's JSON escape,
+        so the output stays JSON (a backslash escape would not be)."""
+        if not self.encodable(text):
+            text = _NON_ASCII.sub(_json_escape, text)
+        self.write(text)
+
+    def flush(self) -> None:
+        self._call(lambda stream: stream.flush(), None)
+
+    def isatty(self) -> bool:
+        try:
+            return self.stream is not None and self.stream.isatty()
+        except (OSError, ValueError):
+            return False
+
+    def _call(self, step: Callable[[TextIO], Any], dropped: Any) -> Any:
+        if self.stream is None:
+            return dropped
+        try:
+            return step(self.stream)
+        except (OSError, ValueError) as error:  # ValueError: the stream was closed
+            if self.is_output:
+                raise _OutputError(error) from None
+            return dropped
+
+
+_NON_ASCII = re.compile("[^\\x00-\\x7f]")
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    """A character as JSON escapes (two, a UTF-16 pair, beyond the BMP)."""
+    encoded = match.group().encode("utf-16-be", "surrogatepass")
+    units = (int.from_bytes(encoded[at : at + 2], "big") for at in range(0, len(encoded), 2))
+    return "".join(f"\\u{unit:04x}" for unit in units)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status instead of exiting."""
-    if sys.stdout is None or sys.stderr is None:
+    if sys.stdout is None:
         # Started with its output closed (``>&-``): nowhere to write the result.
-        if sys.stderr is not None:
-            sys.stderr.write("prism-tools: standard output is closed\n")
+        _Stream(sys.stderr, is_output=False).write("prism-tools: standard output is closed\n")
         return 2
-    for stream in (sys.stdout, sys.stderr):
-        # A terminal that cannot encode a character gets its escape, not a traceback.
-        if isinstance(stream, io.TextIOWrapper):
-            stream.reconfigure(errors="backslashreplace")
+    out = _Stream(sys.stdout, is_output=True)
+    err = _Stream(sys.stderr, is_output=False)
+    arguments = list(sys.argv[1:] if argv is None else argv)
     try:
-        status = _main(argv)
-        sys.stdout.flush()  # what is still buffered fails here, where it is reported
-    except BrokenPipeError:
-        # The reader went away: stop quietly, and keep the interpreter's final flush of the
-        # buffered rest from failing again.
-        _silence_stdout()
-        return EXIT_CLOSED_PIPE
-    except OSError as error:  # a full disk, a closed file
-        _silence_stdout()
-        sys.stderr.write(
-            f"prism-tools: cannot write output: {error.strerror or type(error).__name__}\n"
-        )
+        status = _main(arguments, cast(TextIO, out), cast(TextIO, err))
+        out.flush()  # what is still buffered fails here, where it is reported
+    except _OutputError as failure:
+        if isinstance(failure.error, BrokenPipeError):
+            # The reader went away: stop quietly. From the command line, the interpreter's
+            # final flush of the buffered rest must not fail again; a host that called main()
+            # keeps its own standard output.
+            if argv is None:
+                _silence_stdout()
+            return EXIT_CLOSED_PIPE
+        if argv is None:
+            _silence_stdout()
+        error = failure.error
+        reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
+        command = arguments[0] if arguments and arguments[0] in _COMMANDS else None
+        prefix = "prism-tools" if command is None else f"prism-tools {command}"
+        err.write(f"{prefix}: cannot write output: {_terminal(reason)}\n")
         return 2
     return status
+
+
+_COMMANDS = frozenset(("demo", "check", "search", "export", "list", "version", "bench"))
+
+
+def _write_json(out: TextIO, text: str) -> None:
+    if isinstance(out, _Stream):
+        out.write_json(text)
+    else:
+        out.write(text)
 
 
 def _silence_stdout() -> None:
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass  # not a file descriptor (a test's buffer): nothing is flushed to a pipe later
+    except (OSError, ValueError, AttributeError):
+        pass  # not a file descriptor: nothing is flushed to a pipe later
 
 
-def _main(argv: Sequence[str] | None) -> int:
-    arguments = list(sys.argv[1:] if argv is None else argv)
+def _main(arguments: list[str], out: TextIO, err: TextIO) -> int:
     if arguments[:1] == ["bench"]:
         # Everything after 'bench' belongs to the report script, '--help' included, which
         # argparse's REMAINDER would not pass on when it comes first.
         try:
             return _bench(arguments[1:])
         except CommandError as error:
-            sys.stderr.write(f"prism-tools bench: {error}\n")
+            err.write(f"prism-tools bench: {_terminal(str(error))}\n")
+            return 2
+        except OSError as error:
+            err.write(f"prism-tools bench: {_terminal(error.strerror or str(error))}\n")
             return 2
     parser = build_parser()
     try:
-        args = parser.parse_args(arguments)
+        with _standard_streams(out, err):
+            args, unknown = parser.parse_known_args(arguments)
+            if unknown:
+                # Named with the command they were given to, as every other usage error is.
+                command = parser.prog if args.command is None else f"prism-tools {args.command}"
+                words = " ".join(unknown)
+                _Parser(prog=command).error(f"unrecognized arguments: {words}")
     except SystemExit as exit_:
         # argparse exits on --help and on usage errors; callers get the status back instead.
         code = exit_.code
         return code if isinstance(code, int) else 0 if code is None else 2
-    out, err = sys.stdout, sys.stderr
     try:
         if args.command == "demo":
             return _demo(args.json, out)
@@ -438,14 +534,18 @@ def _main(argv: Sequence[str] | None) -> int:
     except CommandError as error:
         err.write(f"prism-tools {args.command}: {_terminal(str(error))}\n")
         return 2
-    except BrokenPipeError:
-        raise
-    except OSError as error:
-        # Output that could not be written (a full disk, a closed file).
-        _silence_stdout()
-        reason = error.strerror or type(error).__name__
-        err.write(f"prism-tools {args.command}: cannot write output: {reason}\n")
-        return 2
     except KeyboardInterrupt:
         err.write(f"prism-tools {args.command}: interrupted\n")
         return 130
+
+
+@contextmanager
+def _standard_streams(out: TextIO, err: TextIO) -> Iterator[None]:
+    """argparse writes help and usage errors to ``sys.stdout``/``sys.stderr``: the command's
+    own streams stand in for them meanwhile."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved

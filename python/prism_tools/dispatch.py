@@ -33,7 +33,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from types import CoroutineType
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from prism_tools._core import (
     CHECK_DENIED,
@@ -46,7 +46,12 @@ from prism_tools._core import (
 from prism_tools._frozen import builder, twin
 from prism_tools._json import text_of
 from prism_tools._options import check_option_types, has_method
-from prism_tools.effect_dispatch import UNKNOWN_OUTCOME, EffectClaim, prepare_effect
+from prism_tools.effect_dispatch import (
+    NOT_DISPATCHED_EFFECT,
+    UNKNOWN_OUTCOME,
+    EffectClaim,
+    prepare_effect,
+)
 from prism_tools.effects import ToolEffectStore
 from prism_tools.errors import (
     ArgumentsError,
@@ -921,17 +926,28 @@ async def dispatch_tool_call(
             )
 
         if audit is not None:
-            pending = audit.lifecycle(call, None)
-            if pending is not None:
-                try:
+            try:
+                pending = audit.lifecycle(call, None)
+                if pending is not None:
                     await pending
-                except asyncio.CancelledError:
-                    # The durable ledgers write a queued row even when its waiter is cancelled: the
-                    # started row stands, so close it as a cancelled tool's call is closed.
-                    await _close_cancelled(audit, call, None if claim is None else claim.release)
-                    raise
+            except asyncio.CancelledError:
+                # The durable ledgers write a queued row even when its waiter is cancelled: the
+                # started row stands, so close it as a cancelled tool's call is closed.
+                await _close_cancelled(audit, call, None if claim is None else claim.release)
+                raise
+            except Exception:
+                # The started row was refused (LedgerWriteError): the tool does not run, and its
+                # claim ends rather than wait for its expiry.
+                if claim is not None:
+                    await _to_the_end(claim.release())
+                raise
 
         if claim is not None:
+            signal = run_context.signal
+            if signal is not None and signal.is_set():
+                # The run was stopped after the claim was taken: the tool does not run, the
+                # claim ends, and the call is closed; the run stops at its next safe point.
+                return await _to_the_end(_stopped_before_dispatch(audit, call, claim))
             try:
                 await claim.dispatched()
             except asyncio.CancelledError:
@@ -940,12 +956,9 @@ async def dispatch_tool_call(
                 await _close_cancelled(audit, call, claim.abandon)
                 raise
             except Exception:
-                # Dispatch was attempted and the tool did not run: the claim is released if the
-                # mark did not land, else marked unknown; the outcome is reported unknown.
-                await claim.abandon()
-                if audit is None:
-                    return _error_result(call, UNKNOWN_OUTCOME)
-                return await audit.failed(call, UNKNOWN_OUTCOME)
+                # The mark failed and the tool did not run: released for a retry if the mark did
+                # not land (as the claim's expiry would release it), else the outcome is unknown.
+                return await _to_the_end(_mark_failed(audit, call, claim))
 
         try:
             output = execute(arguments, run_context)
@@ -966,11 +979,13 @@ async def dispatch_tool_call(
         except BaseException as err:
             if not isinstance(err, Exception):
                 # Cancellation (and interpreter exits) propagate; the audit still records the end.
+                if isinstance(err, GeneratorExit):
+                    _close_later(audit, call, claim)  # a coroutine being closed cannot await
+                    raise
                 await _close_cancelled(
                     audit,
                     call,
                     None if claim is None else claim.unknown,
-                    # Not a task for an interpreter exit or a closed coroutine: it must not wait.
                     shield=isinstance(err, asyncio.CancelledError),
                 )
                 raise
@@ -1118,35 +1133,48 @@ def _unreadable_error(name: str, result: ToolResult) -> ErrorInfo:
     )
 
 
-# Closing steps run on after a second cancellation (see _to_the_end); held here until they end,
-# as the event loop keeps only weak references to tasks.
-_CLOSING: set[asyncio.Future[Any]] = set()
+T = TypeVar("T")
 
 
-async def _to_the_end(step: Awaitable[Any]) -> None:
-    """Awaits ``step``, which closes a cancelled call (its row, its claim), as a task of its own
-    that a second cancellation of the caller does not stop: the caller is cancelled at once, and
-    the row and claim are still closed."""
+async def _to_the_end(step: Awaitable[T]) -> T:
+    """Awaits ``step``, which closes a call (its row, its claim), to its end even when the
+    caller is cancelled again meanwhile (a second ``cancel()``, a cancel scope that cancels at
+    every await): a cancellation that arrives during it is raised once it is done. Only the end
+    of the event loop, which cancels the step itself, cuts it short."""
     task = asyncio.ensure_future(step)
-    _CLOSING.add(task)
-    task.add_done_callback(_CLOSING.discard)
+    cancelled = False
+    while True:
+        try:
+            result = await asyncio.shield(task)
+            break
+        except asyncio.CancelledError:
+            if task.done():
+                raise  # the step itself was cancelled: the loop is shutting down
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+    return result
+
+
+# Closings a coroutine being closed (``GeneratorExit``) hands to the loop, as it cannot await
+# them itself; held here until they end, as the loop keeps only weak references to tasks.
+_LATER_CLOSINGS: set[asyncio.Future[Any]] = set()
+
+
+def _close_later(audit: _Audit | None, call: ToolCall, claim: EffectClaim | None) -> None:
     try:
-        await asyncio.shield(task)
-    except asyncio.CancelledError:
-        task.add_done_callback(_report_late_failure)  # nobody is left to raise it to
-        raise
-
-
-def _report_late_failure(task: asyncio.Future[Any]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        # The type only: a ledger's or store's message may quote what it holds.
-        logger.warning("closing a cancelled tool call failed: %s", type(task.exception()).__name__)
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return  # closed outside any loop (by the garbage collector): nothing can write now
+    task = loop.create_task(_close_cancelled(audit, call, None if claim is None else claim.unknown))
+    _LATER_CLOSINGS.add(task)
+    task.add_done_callback(_LATER_CLOSINGS.discard)
 
 
 async def _close_cancelled(
     audit: _Audit | None,
     call: ToolCall,
-    end_claim: Callable[[], Awaitable[None]] | None,
+    end_claim: Callable[[], Awaitable[object]] | None,
     *,
     shield: bool = True,
 ) -> None:
@@ -1160,6 +1188,25 @@ async def _close_cancelled(
             await audit.failed(call, _CANCELLED)
 
     await (_to_the_end(close()) if shield else close())
+
+
+_STOPPED = ErrorInfo(message="Tool call was not run: the run was stopped", code="cancelled")
+
+
+async def _stopped_before_dispatch(
+    audit: _Audit | None, call: ToolCall, claim: EffectClaim
+) -> ToolResult:
+    await claim.release()
+    if audit is None:
+        return _error_result(call, _STOPPED)
+    return await audit.failed(call, _STOPPED)
+
+
+async def _mark_failed(audit: _Audit | None, call: ToolCall, claim: EffectClaim) -> ToolResult:
+    error = NOT_DISPATCHED_EFFECT if await claim.abandon(retryable=True) else UNKNOWN_OUTCOME
+    if audit is None:
+        return _error_result(call, error)
+    return await audit.failed(call, error)
 
 
 async def _unknown_outcome(audit: _Audit | None, call: ToolCall, claim: EffectClaim) -> ToolResult:

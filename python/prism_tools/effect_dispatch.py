@@ -46,6 +46,15 @@ UNKNOWN_OUTCOME = ErrorInfo(
 )
 """The result error of a call whose side effect may or may not have happened."""
 
+NOT_DISPATCHED_EFFECT = ErrorInfo(
+    message="tool effect was not dispatched: its claim could not be marked, and the call may be "
+    "retried",
+    code=ERR_TOOL_EFFECT_PRE_DISPATCH,
+    name="ToolEffectError",
+)
+"""The result error of a call whose dispatch mark failed before it landed: the tool did not run,
+and its claim was released for another attempt."""
+
 
 def _advances_held_claims(store: ToolEffectStore) -> TypeGuard[BaseToolEffectStore]:
     """Whether ``store`` can advance a claim from the record its holder keeps: a
@@ -81,14 +90,15 @@ class EffectClaim:
         """Before the tool ran: the claim ends ``failed_terminal`` (errors ignored)."""
         await self._ended_before_dispatch(warn=True)
 
-    async def _ended_before_dispatch(self, *, warn: bool = False) -> bool:
-        """Ends the claim ``failed_terminal`` as it was taken; False when that write failed."""
+    async def _ended_before_dispatch(self, *, warn: bool = False, retryable: bool = False) -> bool:
+        """Ends the claim as it was taken, ``failed_terminal`` (``failed_retryable`` with
+        ``retryable``); False when that write failed."""
         try:
             await self.store.fail(
                 self.key,
                 claim_token=self.token,
                 expected_version=self.record.version,
-                status="failed_terminal",
+                status="failed_retryable" if retryable else "failed_terminal",
                 failure={"code": ERR_TOOL_EFFECT_PRE_DISPATCH},
             )
         except Exception:
@@ -124,12 +134,16 @@ class EffectClaim:
             )
         return stored_result(record.result if record.result is not None else result)
 
-    async def abandon(self) -> None:
-        """Cancelled while the mark of dispatch was being written, so the tool did not run but
-        the mark may have landed: the claim is released if it did not, else marked unknown
-        (dispatch counts as attempted). Store errors are swallowed."""
-        if not await self._ended_before_dispatch():
-            await self.unknown()  # the mark landed (a newer version), or the store failed
+    async def abandon(self, *, retryable: bool = False) -> bool:
+        """The tool did not run, but the mark of dispatch may have landed (the caller was
+        cancelled while it was written, or the write failed): the claim is released if it did
+        not (``failed_retryable`` with ``retryable``, else ``failed_terminal``), else marked
+        unknown (dispatch counts as attempted). True when released. Store errors are
+        swallowed."""
+        if await self._ended_before_dispatch(retryable=retryable):
+            return True
+        await self.unknown()  # the mark landed (a newer version), or the store failed
+        return False
 
     async def unknown(self) -> None:
         """The outcome is unknown: mark it so, using our claim if dispatched was confirmed, else
@@ -216,4 +230,4 @@ def _replay(record: Any) -> ToolResult:
     raise ToolEffectError(ERR_TOOL_EFFECT_CONFLICT, MSG_NOT_DISPATCHABLE)
 
 
-__all__ = ["UNKNOWN_OUTCOME", "EffectClaim", "prepare_effect"]
+__all__ = ["NOT_DISPATCHED_EFFECT", "UNKNOWN_OUTCOME", "EffectClaim", "prepare_effect"]

@@ -754,7 +754,7 @@ def _utc_now() -> datetime:
 
 
 def _to_ms(moment: datetime) -> int:
-    if moment.tzinfo is None:
+    if moment.utcoffset() is None:  # naive (or a zone that gives no offset): read as UTC
         moment = moment.replace(tzinfo=UTC)
     return int(moment.timestamp() * 1000)
 

@@ -39,10 +39,10 @@ CatalogFormat: TypeAlias = Literal[
 CATALOG_FORMATS: Final[tuple[CatalogFormat, ...]] = get_args(CatalogFormat)
 
 EXTRAS_KEY: Final = "catalog_extras"
-MAX_CATALOG_BYTES: Final = 64 * 2**20
-"""The largest catalog file ``load_catalog`` reads (tens of thousands of tools fit)."""
 """The ``metadata`` key holding provider keys that have no ``ToolDefinition`` field, per family
 (``openai``, ``anthropic``, ``gemini``, ``mcp``, ``plain``): ``{family: {key: value}}``."""
+MAX_CATALOG_BYTES: Final = 64 * 2**20
+"""The largest catalog file ``load_catalog`` reads (tens of thousands of tools fit)."""
 
 # Nesting past this is refused while loading, converting or exporting a schema or an extra key:
 # what the JSON writer can still write (254 levels) once an exported catalog puts a value at
@@ -444,6 +444,10 @@ _GEMINI_KNOWN: Final = frozenset(("name", "description", "parameters", *_GEMINI_
 _PLAIN_KNOWN: Final = frozenset(
     ("name", "description", "parameters", "kind", "exclusive", "metadata")
 )
+# Every key any format reads a schema from: never written back from extras, whatever the
+# format (a catalog loaded with a forced format keeps another format's schema key as an extra,
+# which the check never looked at).
+_SCHEMA_KEYS: Final = frozenset(("parameters", "input_schema", "inputSchema", *_GEMINI_JSON_SCHEMA))
 
 
 def _openai_chat(entry: Mapping[str, Any]) -> ToolDefinition:
@@ -727,7 +731,8 @@ def _restore(
     tool itself (``known``): those come from the tool's own description and schema only, the
     ones ``check`` looked at, even when the tool leaves them out (no description, no schema)."""
     for key, value in extras.items():
-        if key not in entry and key not in known:  # a mapped field always wins over an extra
+        # A mapped field always wins over an extra, and a schema comes from the tool only.
+        if key not in entry and key not in known and key not in _SCHEMA_KEYS:
             entry[key] = to_plain(value)
 
 

@@ -38,9 +38,10 @@ class AgentIdentity:
             expires = self.expires_at
             # Either side without a time zone is UTC (as the effect stores read their clocks),
             # so a naive clock and an aware expiry compare instead of raising TypeError.
-            if moment.tzinfo is None:
+            # (A time zone whose utcoffset() is None leaves a time naive too.)
+            if moment.utcoffset() is None:
                 moment = moment.replace(tzinfo=UTC)
-            if expires.tzinfo is None:
+            if expires.utcoffset() is None:
                 expires = expires.replace(tzinfo=UTC)
             if moment >= expires:
                 raise IdentityError("Agent identity has expired")

@@ -13,7 +13,7 @@ from typing import Any, Final, Protocol, TypeAlias, get_args
 
 from prism_tools import _json
 from prism_tools._stored import StoredFields, is_bool, is_mapping
-from prism_tools.types import LedgerStatus, ToolCallRecord
+from prism_tools.types import LedgerStatus, ToolCallRecord, to_plain
 
 # What a durable ledger's text columns cannot hold: NUL (PostgreSQL text refuses it) and lone
 # surrogates (no UTF-8 spelling; a JSON decoder makes them from a model's "\ud800").
@@ -45,7 +45,14 @@ def row_columns(record: ToolCallRecord) -> tuple[str, str, str, str, str, str]:
 
 
 def _text(value: Any) -> str:
-    return value if type(value) is str else _json.text_of(value)
+    """An id as a durable ledger stores it: a string by its characters (a ``str`` subclass such
+    as a ``StrEnum`` member too, whatever its ``__str__`` says), anything else as the text of its
+    JSON form (a tuple as ``[1, 2]``), so a query by the same value finds it."""
+    if type(value) is str:
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    return _json.text_of(to_plain(value))
 
 
 StoredRow: TypeAlias = tuple[str, str, str, str, str, str, str]
@@ -71,7 +78,7 @@ def _texts_as_text(data: dict[str, Any], names: tuple[str, ...], *, required: bo
     for name in names:
         value = data.get(name)
         if type(value) is not str and (required or value is not None):
-            data[name] = _json.text_of(value)
+            data[name] = _text(value)
 
 
 _ROW: Final = "stored ledger row"
@@ -114,21 +121,25 @@ def row_filter(
     session_id: str | None,
     run_id: str | None,
     tool_call_id: str | None,
-    column: Callable[[str], str] = column_text,
+    column: Callable[[str], tuple[str, ...]] = lambda text: (column_text(text),),
 ) -> tuple[str, list[str]]:
     """The ``WHERE`` clause (or nothing) and its values for a durable ledger's ``rows`` query;
-    ``placeholder`` is the driver's parameter marker (``?`` or ``%s``), ``column`` how the
-    ledger stores an id in its column. An id that is not text is looked for as its text, as
-    ``stored_row`` stores it."""
-    clauses, values = [], []
+    ``placeholder`` is the driver's parameter marker (``?`` or ``%s``), ``column`` the texts an
+    id may be stored as in its column (more than one when an earlier version stored it
+    otherwise). An id that is not text is looked for as its text, as ``stored_row`` stores
+    it."""
+    clauses: list[str] = []
+    values: list[str] = []
     for name, value in (
         ("session_id", session_id),
         ("run_id", run_id),
         ("tool_call_id", tool_call_id),
     ):
         if value is not None:
-            clauses.append(f"{name} = {placeholder}")
-            values.append(column(_text(value)))
+            forms = column(_text(value))
+            marks = ", ".join([placeholder] * len(forms))
+            clauses.append(f"{name} = {placeholder}" if len(forms) == 1 else f"{name} IN ({marks})")
+            values.extend(forms)
     return (f" WHERE {' AND '.join(clauses)}" if clauses else ""), values
 
 
@@ -139,9 +150,9 @@ def exact_rows(
     tool_call_id: str | None,
 ) -> list[ToolCallRecord]:
     """The rows a ``row_filter`` query found, read, less those whose ids only share their
-    column text with the ids asked for: columns hold NUL and every lone surrogate as U+FFFD
-    (and PostgreSQL cuts a very long id), while the row's JSON keeps NUL and the rest of the
-    text."""
+    column text with the ids asked for: columns hold NUL as U+FFFD (and PostgreSQL cuts a very
+    long id), while the row's JSON keeps NUL and the whole id. (A lone surrogate is U+FFFD in
+    the JSON too, so an id holding one shares its rows with the one spelled with U+FFFD.)"""
     records = [record_from_dict(_json.loads(text)) for text in texts]
     wanted = [
         (name, _json.replace_lone_surrogates(_text(value)))

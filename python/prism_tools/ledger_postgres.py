@@ -93,6 +93,14 @@ def indexed_text(value: str) -> str:
     return f"{head}\u2026{hashlib.sha256(encoded).hexdigest()}"
 
 
+def indexed_forms(value: str) -> tuple[str, ...]:
+    """The texts a query looks for an id by: ``indexed_text``, and for an id it shortens, also
+    its whole ``column_text``, as the version before kept ids up to the index's limit."""
+    text = indexed_text(value)
+    whole = column_text(value)
+    return (text,) if text == whole else (text, whole)
+
+
 def _indexed_row(row: StoredRow) -> StoredRow:
     row_id, session_id, run_id, tool_call_id, name, status, data = row
     return (
@@ -197,7 +205,7 @@ class PostgresRunLedger:
         tool_call_id: str | None = None,
     ) -> list[ToolCallRecord]:
         """Rows matching every given id, oldest first."""
-        where, values = row_filter("%s", session_id, run_id, tool_call_id, indexed_text)
+        where, values = row_filter("%s", session_id, run_id, tool_call_id, indexed_forms)
         self._group.flush()  # a read right after an append finds the row
         with self._connection() as conn:
             found = conn.execute(

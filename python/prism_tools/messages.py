@@ -196,7 +196,9 @@ def message_to_dict(message: Message) -> dict[str, JSONValue]:
     """A message as plain JSON-ready data (for session state)."""
     out: dict[str, JSONValue] = {"role": message.role, "content": message.content}
     if message.tool_calls:
-        out["tool_calls"] = [call.to_dict() for call in message.tool_calls]
+        # Arguments as they are: the state's writer keeps them exactly, as deep as the adapters
+        # take them (a to_dict() would cut them where the event writer does).
+        out["tool_calls"] = [_call_data(call) for call in message.tool_calls]
     if message.tool_call_id is not None:
         out["tool_call_id"] = message.tool_call_id
     if message.name is not None:
@@ -204,6 +206,13 @@ def message_to_dict(message: Message) -> dict[str, JSONValue]:
     if message.error is not None:
         out["error"] = message.error.to_dict()
     return out
+
+
+def _call_data(call: ToolCall) -> dict[str, JSONValue]:
+    data: dict[str, JSONValue] = {"id": call.id, "name": call.name, "arguments": call.arguments}
+    if call.arguments_error is not None:
+        data["arguments_error"] = call.arguments_error.to_dict()
+    return data
 
 
 def _error_from(data: Any) -> ErrorInfo | None:
@@ -266,7 +275,7 @@ def user_messages(
     if isinstance(value, str):
         return (Message("user", value),)
     if isinstance(value, Message):
-        return (value,)
+        return (_with_identified_calls(value),)
     # Iterable, but not a sequence of messages: bytes would be read as numbers, a mapping as
     # its keys.
     expected = f"{what} must be a string, a Message or a sequence of Messages"
@@ -279,7 +288,16 @@ def user_messages(
     for position, message in enumerate(messages):
         if not isinstance(message, Message):
             raise TypeError(f"{expected}; item {position} is a {type(message).__name__}")
-    return messages
+    return tuple(_with_identified_calls(message) for message in messages)
+
+
+def _with_identified_calls(message: Message) -> Message:
+    """A host's own assistant message, its calls checked as a provider's are (ids unique and
+    given, names text): the session's state keeps them and must read them back."""
+    if not message.tool_calls:
+        return message
+    calls = _identified_calls(message.tool_calls)
+    return message if calls is message.tool_calls else replace(message, tool_calls=calls)
 
 
 __all__ = [
