@@ -72,7 +72,7 @@ def dumps_lenient(value: Any) -> bytes:
     try:
         return orjson.dumps(value, default=_fallback, option=orjson.OPT_NON_STR_KEYS)
     except (JSONEncodeError, RecursionError, TypeError, ValueError):
-        return orjson.dumps(_plain(value, 0, set()), default=_fallback)
+        return orjson.dumps(_walk(value, 0, set(), exact=False), default=_fallback)
 
 
 def json_ready(value: Any) -> Any:
@@ -86,28 +86,37 @@ def json_ready(value: Any) -> Any:
         return orjson.loads(orjson.dumps(value, default=_fallback, option=orjson.OPT_NON_STR_KEYS))
     except (JSONEncodeError, RecursionError, TypeError, ValueError):
         pass  # a wide integer, a lone surrogate, deep nesting or an odd key: walked below
-    return _ready(value, 0, set())
+    return _walk(value, 0, set(), exact=True)
 
 
-# Python writes no integer with more digits than this in decimal (``sys.int_info``); such an
-# integer is written as the lenient writer writes it.
+# Python writes no integer with more digits than this in decimal (``sys.int_info``): ``json_ready``
+# writes such an integer as the lenient writer does.
 _MAX_DECIMAL_BITS: Final = 14_000
 
 
-def _ready(value: Any, depth: int, ancestors: set[int]) -> Any:
-    """``json_ready``'s walk, one frame a level: exact where JSON can hold a value, as the
-    lenient writer writes it where it cannot."""
+def _walk(value: Any, depth: int, ancestors: set[int], *, exact: bool) -> Any:
+    """Plain JSON data for ``value``, one frame a level, cycles and nesting past the limit
+    replaced by their markers. ``exact`` (``json_ready``): strings keep lone surrogates, integers
+    every digit Python can write, and nesting is kept to ``READY_MAX_DEPTH``; otherwise
+    (``dumps_lenient``) as UTF-8 and orjson can hold them, to ``LENIENT_MAX_DEPTH``. Either way
+    a value JSON cannot hold is written as ``_fallback`` gives it, where it is."""
     if isinstance(value, str):
-        return str.__str__(value)  # a subclass by its characters, lone surrogates kept
+        # A subclass by its characters.
+        return str.__str__(value) if exact else replace_lone_surrogates(str.__str__(value))
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, int):
         number = int.__int__(value)
-        return number if number.bit_length() <= _MAX_DECIMAL_BITS else text_of(number)
+        fits = (
+            number.bit_length() <= _MAX_DECIMAL_BITS
+            if exact
+            else _INT64_MIN <= number <= _UINT64_MAX
+        )
+        return number if fits else text_of(number)
     if isinstance(value, float):
         real = float.__float__(value)
         return real if math.isfinite(real) else None
-    if depth >= READY_MAX_DEPTH:
+    if depth >= (READY_MAX_DEPTH if exact else LENIENT_MAX_DEPTH):
         return MAX_DEPTH_MARKER
     marker = id(value)
     if marker in ancestors:
@@ -117,23 +126,24 @@ def _ready(value: Any, depth: int, ancestors: set[int]) -> Any:
         if isinstance(value, dict):
             out: dict[str, Any] = {}
             for key, item in dict.items(value):
-                out[_ready_key(key)] = _ready(item, depth + 1, ancestors)
+                name = _key_text(key) if exact else replace_lone_surrogates(text_of(key))
+                out[name] = _walk(item, depth + 1, ancestors, exact=exact)
             return out
         if isinstance(value, list | tuple | set | frozenset):
             items: list[Any] = []
             for item in value:
-                items.append(_ready(item, depth + 1, ancestors))  # noqa: PERF401 - a frame a level
+                items.append(_walk(item, depth + 1, ancestors, exact=exact))  # noqa: PERF401 - a frame a level
             return items
         try:
             substitute = _fallback(value)
         except RecursionError:
             return MAX_DEPTH_MARKER  # a to_dict() that nests past what Python can follow
-        return _ready(substitute, depth + 1, ancestors)
+        return _walk(substitute, depth + 1, ancestors, exact=exact)
     finally:
         ancestors.discard(marker)
 
 
-def _ready_key(key: Any) -> str:
+def _key_text(key: Any) -> str:
     """A key as the fast path writes it (orjson's text for a key that is not a string)."""
     if isinstance(key, str):
         return str.__str__(key)
@@ -254,35 +264,6 @@ def without_lone_surrogates(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [without_lone_surrogates(item) for item in value]
     return value
-
-
-def _plain(value: Any, depth: int, ancestors: set[int]) -> Any:
-    if isinstance(value, str):
-        return replace_lone_surrogates(value)
-    if isinstance(value, bool) or value is None or isinstance(value, float):
-        return value
-    if isinstance(value, int):
-        return value if _INT64_MIN <= value <= _UINT64_MAX else text_of(value)
-    if depth >= LENIENT_MAX_DEPTH:
-        return MAX_DEPTH_MARKER
-    marker = id(value)
-    if marker in ancestors:
-        return CIRCULAR_MARKER
-    ancestors.add(marker)
-    try:
-        if isinstance(value, dict):
-            return {
-                replace_lone_surrogates(text_of(key)): _plain(item, depth + 1, ancestors)
-                for key, item in value.items()
-            }
-        if isinstance(value, list | tuple | set | frozenset):
-            return [_plain(item, depth + 1, ancestors) for item in value]
-        substitute = _fallback(value)
-        if isinstance(substitute, str):
-            return replace_lone_surrogates(substitute)
-        return _plain(substitute, depth + 1, ancestors)
-    finally:
-        ancestors.discard(marker)
 
 
 def loads(data: bytes | str) -> Any:
