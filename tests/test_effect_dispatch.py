@@ -23,6 +23,7 @@ from prism_tools import (
     GuardrailDecision,
     Guardrails,
     InMemoryRunLedger,
+    MiddlewareRegistry,
     ToolCall,
     ToolDefinition,
     ToolExecutionContext,
@@ -1087,3 +1088,64 @@ async def test_a_store_refuses_a_result_it_could_not_read_back() -> None:
     record = await store.get(key)
     assert record is not None
     assert record.status == "dispatched"  # still readable, and still the claim's to settle
+
+
+async def test_a_run_signal_set_before_the_claim_runs_nothing_and_claims_nothing(
+    durable_store: BaseToolEffectStore,
+) -> None:
+    # A host pressing stop while a middleware or guardrail ran: the store would refuse the claim
+    # with CancelledError, for a task nobody cancelled.
+    signal = asyncio.Event()
+    body = Counter()
+    ledger = InMemoryRunLedger()
+
+    async def stop(call: ToolCall, next: Any) -> Any:
+        signal.set()
+        return await next(call)
+
+    middleware = MiddlewareRegistry()
+    middleware.use("tool_call", stop)
+    result = await send_with_signal(
+        tool(body, REQUIRED),
+        signal,
+        effect_store=durable_store,
+        ledger=ledger,
+        middleware=middleware,
+    )
+    assert body.runs == 0
+    assert result.error is not None
+    assert result.error.code == "cancelled"
+    assert result.metadata == {"blocked_reason": "execution_denied"}
+    assert [row.status for row in ledger.records] == ["blocked"]
+    assert await durable_store.get(stored_key()) is None
+
+
+class RefusingErrorRows(InMemoryRunLedger):
+    """A ledger that refuses the error row of a cancelled call, as a failing disk would."""
+
+    def append_tool_call(self, record: Any) -> None:
+        if record.status == "error":
+            raise OSError("disk full")
+        super().append_tool_call(record)
+
+
+async def test_a_cancelled_call_ends_cancelled_even_when_its_error_row_is_refused(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    gate = asyncio.Event()
+
+    async def waits(args: dict[str, Any], ctx: ToolExecutionContext) -> str:
+        await gate.wait()
+        return "sent"
+
+    definition = ToolDefinition("send_email", execute=waits)
+    task = asyncio.create_task(send(definition, ledger=RefusingErrorRows()))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    with caplog.at_level("WARNING", logger="prism_tools.dispatch"):
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert task.cancelled()
+    assert "closing a cancelled tool call failed: LedgerWriteError" in caplog.text
+    assert "disk full" not in caplog.text

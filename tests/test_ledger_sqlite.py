@@ -430,3 +430,31 @@ async def test_ids_of_other_kinds_are_stored_as_the_text_a_query_finds(tmp_path:
         assert [row.tool_call_id for row in ledger.rows(tool_call_id="c1")] == ["c1", "c1"]
         found = ledger.rows(tool_call_id=(1, 2))  # type: ignore[arg-type]
         assert [row.tool_call_id for row in found] == ["[1, 2]", "[1, 2]"]
+
+
+async def test_rows_an_earlier_version_stored_under_an_ids_str_are_still_found(
+    tmp_path: Path,
+) -> None:
+    import enum
+
+    class Ids(str, enum.Enum):  # noqa: UP042 - its str() is "Ids.FIRST", unlike a StrEnum
+        FIRST = "c1"
+
+    registry = create_tool_registry([ToolDefinition("echo", execute=echo)])
+    path = tmp_path / "ledger.db"
+    with SqliteRunLedger(path) as ledger:
+        await dispatch_tool_call(
+            ToolCall(Ids.FIRST, "echo", {}), registry, context(Ids.FIRST), ledger=ledger
+        )
+    # As the version before wrote such an id: by its str(), in the column and the row.
+    with closing(sqlite3.connect(path)) as db, db:
+        for seq, row in db.execute("SELECT seq, row FROM prism_tool_calls").fetchall():
+            data = json.loads(row)
+            data["tool_call_id"] = "Ids.FIRST"
+            db.execute(
+                "UPDATE prism_tool_calls SET tool_call_id = ?, row = ? WHERE seq = ?",
+                ("Ids.FIRST", json.dumps(data), seq),
+            )
+    with SqliteRunLedger(path) as ledger:
+        found = ledger.rows(tool_call_id=Ids.FIRST)
+        assert [row.status for row in found] == ["started", "finished"]

@@ -324,3 +324,61 @@ def test_every_reader_of_stored_data_refuses_what_it_cannot_read_with_a_value_er
         event(f"{reader}: refused")
     else:
         event(f"{reader}: read")
+
+
+class Proxy:
+    """An object that claims another's class (``__class__``), as ``Mock(spec=...)``, lazy
+    objects and wrapt proxies do, while being none of them."""
+
+    def __init__(self, claimed: type) -> None:
+        self.claimed = claimed
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        return self.claimed
+
+    def __str__(self) -> str:
+        return f"proxy of {self.claimed.__name__}"
+
+
+@pytest.mark.parametrize("claimed", [float, str, int, dict, list])
+def test_the_json_writers_read_a_proxy_by_what_it_really_is(claimed: type) -> None:
+    from prism_tools._json import json_ready
+
+    proxy = Proxy(claimed)
+    # Beside a wide integer and a lone surrogate, which send both writers down their own walk.
+    value = {"odd": proxy, "wide": 2**70, "text": "x\ud800", proxy_key(claimed): 1}
+    # Written as text (its str(), or the unprintable marker where it cannot be read as the
+    # mapping it claims to be), never a TypeError from a built-in's slot called on it.
+    shown = {f"proxy of {claimed.__name__}", "[Unprintable Proxy]"}
+    lenient = loads(dumps_lenient(value))
+    assert lenient["odd"] in shown
+    ready = json_ready(value)
+    assert ready["odd"] in shown
+    assert ready["wide"] == 2**70
+    assert ready["text"] == "x\ud800"
+
+
+def proxy_key(claimed: type) -> Any:
+    return Proxy(claimed) if claimed is str else "plain"
+
+
+def test_the_json_writers_copy_a_container_before_walking_it() -> None:
+    from prism_tools._json import json_ready
+
+    class Stubborn(list[Any]):
+        def __iter__(self) -> Any:
+            raise RuntimeError("iterated")
+
+    parent: dict[str, Any] = {}
+
+    class Grows:
+        def to_dict(self) -> Any:
+            parent["grown"] = 1  # changes the dict being walked
+            return {"ok": True}
+
+    parent.update({"items": Stubborn([1, 2]), "grows": Grows(), "wide": 2**70, "s": "\ud800"})
+    ready = json_ready(parent)
+    assert ready["items"] == [1, 2]
+    assert ready["grows"] == {"ok": True}
+    assert loads(dumps_lenient(parent))["items"] == [1, 2]

@@ -99,13 +99,18 @@ def _walk(value: Any, depth: int, ancestors: set[int], *, exact: bool) -> Any:
     replaced by their markers. ``exact`` (``json_ready``): strings keep lone surrogates, integers
     every digit Python can write, and nesting is kept to ``READY_MAX_DEPTH``; otherwise
     (``dumps_lenient``) as UTF-8 and orjson can hold them, to ``LENIENT_MAX_DEPTH``. Either way
-    a value JSON cannot hold is written as ``_fallback`` gives it, where it is."""
-    if isinstance(value, str):
+    a value JSON cannot hold is written as ``_fallback`` gives it, where it is.
+
+    Kinds are read from the real type (``type(value)``), never ``isinstance``, which a proxy
+    answers through its ``__class__``: a built-in's own slot (``str.__str__``, ``dict.items``)
+    is only called on what really is one, so a subclass's overrides never run."""
+    kind = type(value)
+    if issubclass(kind, str):
         # A subclass by its characters.
         return str.__str__(value) if exact else replace_lone_surrogates(str.__str__(value))
-    if value is None or isinstance(value, bool):
+    if value is None or kind is bool:
         return value
-    if isinstance(value, int):
+    if issubclass(kind, int):
         number = int.__int__(value)
         fits = (
             number.bit_length() <= _MAX_DECIMAL_BITS
@@ -113,7 +118,7 @@ def _walk(value: Any, depth: int, ancestors: set[int], *, exact: bool) -> Any:
             else _INT64_MIN <= number <= _UINT64_MAX
         )
         return number if fits else text_of(number)
-    if isinstance(value, float):
+    if issubclass(kind, float):
         real = float.__float__(value)
         return real if math.isfinite(real) else None
     if depth >= (READY_MAX_DEPTH if exact else LENIENT_MAX_DEPTH):
@@ -123,29 +128,51 @@ def _walk(value: Any, depth: int, ancestors: set[int], *, exact: bool) -> Any:
         return CIRCULAR_MARKER
     ancestors.add(marker)
     try:
-        if isinstance(value, dict):
+        items = _snapshot(value, kind)
+        if items is _NOT_A_CONTAINER:
+            try:
+                substitute = _fallback(value)
+            except RecursionError:
+                return MAX_DEPTH_MARKER  # a to_dict() that nests past what Python can follow
+            return _walk(substitute, depth + 1, ancestors, exact=exact)
+        if issubclass(kind, dict):
             out: dict[str, Any] = {}
-            for key, item in dict.items(value):
+            for key, item in items:
                 name = _key_text(key) if exact else replace_lone_surrogates(text_of(key))
                 out[name] = _walk(item, depth + 1, ancestors, exact=exact)
             return out
-        if isinstance(value, list | tuple | set | frozenset):
-            items: list[Any] = []
-            for item in value:
-                items.append(_walk(item, depth + 1, ancestors, exact=exact))  # noqa: PERF401 - a frame a level
-            return items
-        try:
-            substitute = _fallback(value)
-        except RecursionError:
-            return MAX_DEPTH_MARKER  # a to_dict() that nests past what Python can follow
-        return _walk(substitute, depth + 1, ancestors, exact=exact)
+        walked: list[Any] = []
+        for item in items:
+            walked.append(_walk(item, depth + 1, ancestors, exact=exact))  # noqa: PERF401 - a frame a level
+        return walked
     finally:
         ancestors.discard(marker)
 
 
+_NOT_A_CONTAINER: Final[Any] = object()
+
+
+def _snapshot(value: Any, kind: type) -> Any:
+    """A container's items (a dict's pairs) copied by the built-in's own code, so that neither
+    a subclass's ``__iter__`` nor a change made while they are walked (a ``to_dict`` that adds to
+    them) can fail the walk; ``_NOT_A_CONTAINER`` for anything else."""
+    try:
+        if issubclass(kind, dict):
+            return list(dict.items(value))
+        if issubclass(kind, list):
+            return list.copy(value)
+        if issubclass(kind, tuple):
+            return list(tuple.__iter__(value))
+        if issubclass(kind, set | frozenset):
+            return list(set.__iter__(value) if issubclass(kind, set) else frozenset.__iter__(value))
+    except RuntimeError:  # changed while being copied, by another thread
+        return [UNPRINTABLE_MARKER.format(kind.__name__)]
+    return _NOT_A_CONTAINER
+
+
 def _key_text(key: Any) -> str:
     """A key as the fast path writes it (orjson's text for a key that is not a string)."""
-    if isinstance(key, str):
+    if issubclass(type(key), str):
         return str.__str__(key)
     try:
         written = orjson.dumps({key: None}, default=_fallback, option=orjson.OPT_NON_STR_KEYS)
@@ -199,9 +226,9 @@ def text_of(value: Any) -> str:
 
 
 def _fallback(value: Any) -> Any:
-    if isinstance(value, float):
+    if issubclass(type(value), float):
         # A float subclass (numpy.float64) is a number, not its text: orjson writes floats of
-        # the exact type only.
+        # the exact type only. (Its real type: a proxy claiming to be a float is not one.)
         return float.__float__(value)
     try:
         to_dict = getattr(value, "to_dict", None)

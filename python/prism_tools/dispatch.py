@@ -114,6 +114,7 @@ _NOT_CHECKED = object()  # no validation verdict computed ahead of the validatio
 
 ARGUMENTS_NOT_OBJECT = "Tool arguments must be a JSON object"
 _CANCELLED = ErrorInfo(message="Tool call cancelled", code="cancelled")
+_STOPPED = ErrorInfo(message="Tool call was not run: the run was stopped", code="cancelled")
 ToolValidator = Callable[[ToolDefinition, dict[str, JSONValue], ToolExecutionContext], Any]
 BeforeExecute = Callable[[ToolCall, ToolDefinition, ToolExecutionContext], Any]
 
@@ -880,6 +881,12 @@ async def dispatch_tool_call(
 
         claim: EffectClaim | None = None
         if tool.effect is not None:
+            signal = run_context.signal
+            if signal is not None and signal.is_set():
+                # The run was stopped before the claim: nothing is claimed and nothing runs (the
+                # store would refuse the claim by raising CancelledError for a task that was
+                # not cancelled); the run stops at its next safe point.
+                return await _block(audit, call, "execution_denied", _STOPPED)
             try:
                 prepared = await prepare_effect(
                     tool, call.id, arguments, run_context, acting, ownership, effect_store
@@ -1151,9 +1158,20 @@ async def _to_the_end(step: Awaitable[T]) -> T:
             if task.done():
                 raise  # the step itself was cancelled: the loop is shutting down
             cancelled = True
+        except Exception as error:
+            if not cancelled:
+                raise
+            # The cancellation wins: a caller that was cancelled must see CancelledError.
+            _closing_failed(error)
+            break
     if cancelled:
         raise asyncio.CancelledError
     return result
+
+
+def _closing_failed(error: Exception) -> None:
+    # The type only: a ledger's or store's message may quote what it holds.
+    logger.warning("closing a cancelled tool call failed: %s", type(error).__name__)
 
 
 # Closings a coroutine being closed (``GeneratorExit``) hands to the loop, as it cannot await
@@ -1182,15 +1200,17 @@ async def _close_cancelled(
     row with code ``cancelled``; with ``shield``, both run to their end (``_to_the_end``)."""
 
     async def close() -> None:
-        if end_claim is not None:
-            await end_claim()
-        if audit is not None:
-            await audit.failed(call, _CANCELLED)
+        try:
+            if end_claim is not None:
+                await end_claim()
+            if audit is not None:
+                await audit.failed(call, _CANCELLED)
+        except Exception as error:
+            # The caller re-raises its cancellation: a row the ledger refused is logged, not
+            # raised in its place (a cancelled task must end cancelled).
+            _closing_failed(error)
 
     await (_to_the_end(close()) if shield else close())
-
-
-_STOPPED = ErrorInfo(message="Tool call was not run: the run was stopped", code="cancelled")
 
 
 async def _stopped_before_dispatch(

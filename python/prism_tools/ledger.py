@@ -50,7 +50,7 @@ def _text(value: Any) -> str:
     JSON form (a tuple as ``[1, 2]``), so a query by the same value finds it."""
     if type(value) is str:
         return value
-    if isinstance(value, str):
+    if issubclass(type(value), str):  # its real type: a proxy claiming to be a str is not one
         return str.__str__(value)
     return _json.text_of(to_plain(value))
 
@@ -136,7 +136,7 @@ def row_filter(
         ("tool_call_id", tool_call_id),
     ):
         if value is not None:
-            forms = column(_text(value))
+            forms = tuple(form for text in _id_texts(value) for form in column(text))
             marks = ", ".join([placeholder] * len(forms))
             clauses.append(f"{name} = {placeholder}" if len(forms) == 1 else f"{name} IN ({marks})")
             values.extend(forms)
@@ -155,7 +155,7 @@ def exact_rows(
     the JSON too, so an id holding one shares its rows with the one spelled with U+FFFD.)"""
     records = [record_from_dict(_json.loads(text)) for text in texts]
     wanted = [
-        (name, _json.replace_lone_surrogates(_text(value)))
+        (name, {_json.replace_lone_surrogates(text) for text in _id_texts(value)})
         for name, value in (
             ("session_id", session_id),
             ("run_id", run_id),
@@ -168,8 +168,18 @@ def exact_rows(
     return [
         record
         for record in records
-        if all(getattr(record, name) == value for name, value in wanted)
+        if all(getattr(record, name) in texts for name, texts in wanted)
     ]
+
+
+def _id_texts(value: Any) -> tuple[str, ...]:
+    """The texts an id is stored as: ``_text``, and for one that is not a string also its
+    ``str()``, as the version before stored it (a ``(str, Enum)`` member as ``"Ids.FIRST"``)."""
+    text = _text(value)
+    if type(value) is str:
+        return (text,)
+    earlier = _json.text_of(value)
+    return (text,) if earlier == text else (text, earlier)
 
 
 class RunLedger(Protocol):
