@@ -680,3 +680,110 @@ def test_usage_errors_escape_what_they_quote_and_name_the_command(
     assert err.count("\n") == 1
     assert "\x1b" not in err
     assert "\\x1b]0;pwned\\x07" in err
+
+
+def test_a_large_output_cut_short_by_its_reader_is_a_closed_pipe(tmp_path: Path) -> None:
+    # One large write the pipe takes only part of used to come back short, with no error: the
+    # output was cut and the command still exited 0.
+    path = tmp_path / "big.json"
+    tool_entry = {"name": "t", "description": "d" * 2000, "parameters": {"type": "object"}}
+    path.write_text(json.dumps([{**tool_entry, "name": f"t{n}"} for n in range(3000)]))
+    child = subprocess.Popen(
+        [sys.executable, "-m", "prism_tools", "export", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdout is not None
+    assert child.stderr is not None
+    child.stdout.read(1000)
+    child.stdout.close()
+    assert child.wait(timeout=120) == 141
+    assert child.stderr.read() == b""
+    child.stderr.close()
+
+
+def test_hosts_calling_main_from_several_threads_keep_their_streams() -> None:
+    import threading
+
+    before = sys.stdout, sys.stderr
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            for _ in range(20):
+                main(["--help"])
+                main(["check"])
+        except BaseException as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=call) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    assert (sys.stdout, sys.stderr) == before
+
+
+async def test_the_demo_runs_from_inside_a_running_event_loop(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # An async host (or a notebook cell) calling the command in-process.
+    status, out = run_cli(capsys, "demo")
+    assert status == 0
+    assert "ended as scripted" in out
+
+
+def test_the_demo_leaves_the_hosts_current_event_loop_in_place(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import asyncio
+
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        assert run_cli(capsys, "demo")[0] == 0
+        assert asyncio.get_event_loop() is loop
+        assert not loop.is_closed()
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
+def test_a_catalog_of_too_many_entries_is_refused_before_it_costs_memory(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "zeros.json"
+    path.write_text("[" + ",".join(["0"] * 200_000) + "]")
+    status, out, err = run_cli_both(capsys, "check", str(path))
+    assert status == 2
+    assert out == ""
+    assert "at most 100,000 are read" in err
+
+
+def test_an_interrupt_anywhere_is_one_line_and_130(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import prism_tools.cli as cli
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)  # during parsing
+    assert run_cli_both(capsys, "list") == (130, "", "prism-tools list: interrupted\n")
+    monkeypatch.setattr(cli, "_bench", interrupted)
+    assert run_cli_both(capsys, "bench") == (130, "", "prism-tools bench: interrupted\n")
+
+
+def test_a_failing_bench_report_is_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import prism_tools.cli as cli
+
+    def broken(args: Any) -> int:
+        raise ValueError("results/meta.json is not a results directory")
+
+    monkeypatch.setattr(cli, "_bench", broken)
+    status, _, err = run_cli_both(capsys, "bench", "--from-results", "results")
+    assert status == 2
+    assert err == "prism-tools bench: ValueError: results/meta.json is not a results directory\n"

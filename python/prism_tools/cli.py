@@ -10,15 +10,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextvars
 import importlib.util
 import os
 import re
 import sys
 import unicodedata
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import partial
 from pathlib import Path
-from typing import Any, NoReturn, TextIO, cast
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar, cast
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 from prism_tools import __version__, _json
 from prism_tools.catalog_check import CatalogCheck, CatalogFinding, check_catalog
@@ -36,6 +43,8 @@ from prism_tools.formats import (
 )
 from prism_tools.search import MAX_INDEXED_CEILING, MAX_TOP_K, ToolSearchIndex
 from prism_tools.types import ToolDefinition
+
+T = TypeVar("T")
 
 EXAMPLES = "@examples"
 """The catalog argument that names the built-in example catalog instead of a file."""
@@ -55,7 +64,18 @@ class CommandError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line usage errors (``prism-tools <command>: <reason>``), as every
-    other error of the command is."""
+    other error of the command is, and its help and errors written to the command's own streams
+    (``_STREAMS``), never by swapping the process's ``sys.stdout``."""
+
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        if not message:
+            return
+        streams = _STREAMS.get()
+        if streams is None:
+            super()._print_message(message, file)
+            return
+        out, err = streams
+        (out if file is sys.stdout else err).write(message)
 
     def error(self, message: str) -> NoReturn:
         # The message may quote an argument: escaped, as catalog text is, to stay one line.
@@ -312,8 +332,7 @@ def _export(source: str, shape: CatalogFormat, strict: bool, out: TextIO) -> int
 
 
 def _demo(as_json: bool, out: TextIO) -> int:
-    report = asyncio.run(run_demo())
-    agent_report = asyncio.run(run_agent_demo())
+    report, agent_report = _run_apart(_both_demos)
     if as_json:
         data = report_data(report)
         data["agent"] = agent_report_data(agent_report)
@@ -322,6 +341,27 @@ def _demo(as_json: bool, out: TextIO) -> int:
         out.write(format_report(report))
         out.write(format_agent_report(agent_report))
     return 0 if report.ok and agent_report.ok else 1
+
+
+async def _both_demos() -> tuple[Any, Any]:
+    return await run_demo(), await run_agent_demo()
+
+
+def _run_apart(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """``main()`` run to its end on an event loop of its own, leaving the caller's alone: a
+    host's current loop stays current, and inside a running loop (an async app, a notebook) it
+    runs on a worker thread, since one thread runs one loop at a time."""
+
+    def run() -> T:
+        with asyncio.Runner(loop_factory=asyncio.new_event_loop) as runner:
+            return runner.run(main())  # the coroutine is made on its own loop
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return run()
+    with ThreadPoolExecutor(max_workers=1) as worker:
+        return worker.submit(contextvars.copy_context().run, run).result()
 
 
 def _list(domain: str | None, out: TextIO) -> int:
@@ -404,8 +444,12 @@ class _Stream:
                 text = text.encode(self.encoding, "backslashreplace").decode(self.encoding)
             except LookupError:
                 text = text.encode("ascii", "backslashreplace").decode("ascii")
-        written: int = self._call(lambda stream: stream.write(text), len(text))
-        return written
+        # In pieces smaller than the stream's buffer: one large write that the operating system
+        # takes only part of (a pipe closed early, a file size limit) comes back short without
+        # an error, where a piece that fails raises.
+        for start in range(0, len(text), _WRITE_PIECE):
+            self._call(partial(_write_to, text[start : start + _WRITE_PIECE]), None)
+        return len(text)
 
     def write_json(self, text: str) -> None:
         """JSON text: where the stream cannot encode a character, the character's JSON escape,
@@ -434,6 +478,13 @@ class _Stream:
             return dropped
 
 
+_WRITE_PIECE = 4096  # characters: at most 16 KiB of UTF-8, below a text stream's buffer
+
+
+def _write_to(text: str, stream: TextIO) -> int:
+    return stream.write(text)
+
+
 _NON_ASCII = re.compile("[^\\x00-\\x7f]")
 
 
@@ -453,9 +504,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = _Stream(sys.stdout, is_output=True)
     err = _Stream(sys.stderr, is_output=False)
     arguments = list(sys.argv[1:] if argv is None else argv)
+    command = arguments[0] if arguments and arguments[0] in _COMMANDS else None
+    prefix = "prism-tools" if command is None else f"prism-tools {command}"
     try:
         status = _main(arguments, cast(TextIO, out), cast(TextIO, err))
         out.flush()  # what is still buffered fails here, where it is reported
+    except KeyboardInterrupt:
+        # Wherever it lands (parsing, a command, the final flush): one line, as for a command.
+        err.write(f"{prefix}: interrupted\n")
+        return 130
     except _OutputError as failure:
         if isinstance(failure.error, BrokenPipeError):
             # The reader went away: stop quietly. From the command line, the interpreter's
@@ -468,8 +525,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             _silence_stdout()
         error = failure.error
         reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
-        command = arguments[0] if arguments and arguments[0] in _COMMANDS else None
-        prefix = "prism-tools" if command is None else f"prism-tools {command}"
         err.write(f"{prefix}: cannot write output: {_terminal(reason)}\n")
         return 2
     return status
@@ -505,6 +560,13 @@ def _main(arguments: list[str], out: TextIO, err: TextIO) -> int:
         except OSError as error:
             err.write(f"prism-tools bench: {_terminal(error.strerror or str(error))}\n")
             return 2
+        except (_OutputError, KeyboardInterrupt):
+            raise
+        except Exception as error:
+            # The report script's own failure (bad results, a missing extra): one line.
+            reason = f"{type(error).__name__}: {error}"
+            err.write(f"prism-tools bench: {_terminal(reason)}\n")
+            return 2
     parser = build_parser()
     try:
         with _standard_streams(out, err):
@@ -539,13 +601,19 @@ def _main(arguments: list[str], out: TextIO, err: TextIO) -> int:
         return 130
 
 
+# The streams of the command running in this thread (or task), for argparse's help and errors.
+_STREAMS: ContextVar[tuple[TextIO, TextIO] | None] = ContextVar(
+    "prism_tools_cli_streams", default=None
+)
+
+
 @contextmanager
 def _standard_streams(out: TextIO, err: TextIO) -> Iterator[None]:
-    """argparse writes help and usage errors to ``sys.stdout``/``sys.stderr``: the command's
-    own streams stand in for them meanwhile."""
-    saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = out, err
+    """argparse writes help and usage errors to ``sys.stdout``/``sys.stderr``: ``_Parser`` writes
+    them to the command's own streams instead while this holds (per thread, so hosts calling
+    ``main`` from several threads keep theirs)."""
+    token = _STREAMS.set((out, err))
     try:
         yield
     finally:
-        sys.stdout, sys.stderr = saved
+        _STREAMS.reset(token)

@@ -43,6 +43,8 @@ EXTRAS_KEY: Final = "catalog_extras"
 (``openai``, ``anthropic``, ``gemini``, ``mcp``, ``plain``): ``{family: {key: value}}``."""
 MAX_CATALOG_BYTES: Final = 64 * 2**20
 """The largest catalog file ``load_catalog`` reads (tens of thousands of tools fit)."""
+MAX_CATALOG_ENTRIES: Final = 100_000
+"""The most entries (tools, or declarations of a Gemini tool object) a catalog may hold."""
 
 # Nesting past this is refused while loading, converting or exporting a schema or an extra key:
 # what the JSON writer can still write (254 levels) once an exported catalog puts a value at
@@ -597,8 +599,22 @@ def _walk(source: Source, forced: CatalogFormat | None) -> Iterator[_Found]:
         lines, document = _read(source)
     else:
         lines, document = None, source
-    for entry in lines if lines is not None else _entries(document):
-        yield from _load_entry(entry, forced)
+    entries = lines if lines is not None else _entries(document)
+    # Each entry, good or bad, costs a tool or a problem to hold: a file of a million tiny
+    # entries would take gigabytes. Refused up front, and again should declarations multiply.
+    if len(entries) > MAX_CATALOG_ENTRIES:
+        raise CatalogFormatError(_too_many(len(entries)))
+    count = 0
+    for entry in entries:
+        for found in _load_entry(entry, forced):
+            count += 1
+            if count > MAX_CATALOG_ENTRIES:
+                raise CatalogFormatError(_too_many(count))
+            yield found
+
+
+def _too_many(count: int) -> str:
+    return f"the catalog holds {count:,} entries or more; at most {MAX_CATALOG_ENTRIES:,} are read"
 
 
 def load_catalog(source: Source, *, format: CatalogFormat | None = None) -> list[ToolDefinition]:
@@ -1123,6 +1139,7 @@ __all__ = [
     "CATALOG_FORMATS",
     "EXTRAS_KEY",
     "MAX_CATALOG_BYTES",
+    "MAX_CATALOG_ENTRIES",
     "MAX_NESTING",
     "MAX_STRICT_SCHEMAS",
     "STRICT_UNSUPPORTED",
