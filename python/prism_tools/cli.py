@@ -184,7 +184,7 @@ def _load(source: str) -> list[ToolDefinition]:
         raise CommandError(str(err)) from None
 
 
-def _progress_printer(err: TextIO) -> Callable[[int, int], None] | None:
+def _progress_printer(err: _Stream) -> Callable[[int, int], None] | None:
     """Progress lines for long checks, only where someone watches (a terminal)."""
     if not err.isatty():
         return None
@@ -227,7 +227,7 @@ def _argument_text(text: str) -> str:
         return _json.replace_lone_surrogates(text)
 
 
-def _check(source: str, as_json: bool, require_schema: bool, out: TextIO, err: TextIO) -> int:
+def _check(source: str, as_json: bool, require_schema: bool, out: _Stream, err: _Stream) -> int:
     if source == EXAMPLES:
         tools: Sequence[ToolDefinition] = example_tools()
         entries: Sequence[int] | None = None
@@ -254,7 +254,7 @@ def _check(source: str, as_json: bool, require_schema: bool, out: TextIO, err: T
     )
     if as_json:
         data = {"catalog": _argument_text(source), "format": shape, **result.to_dict()}
-        _write_json(out, _json.dumps(data).decode("utf-8") + "\n")
+        out.write_json(_json.dumps(data).decode("utf-8") + "\n")
     else:
         out.write(_format_check(source, shape, result))
     return 0 if result.ok else 1
@@ -276,7 +276,7 @@ def _format_check(source: str, shape: str, result: CatalogCheck) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _search(source: str, query: str, k: int, as_json: bool, out: TextIO) -> int:
+def _search(source: str, query: str, k: int, as_json: bool, out: _Stream) -> int:
     if not 1 <= k <= MAX_TOP_K:
         raise CommandError(f"-k must be between 1 and {MAX_TOP_K}, not {k}")
     tools = _load(source)
@@ -297,7 +297,7 @@ def _search(source: str, query: str, k: int, as_json: bool, out: TextIO) -> int:
                 {"name": hit.name, "score": hit.score, "matched": list(hit.matched)} for hit in hits
             ],
         }
-        _write_json(out, _json.dumps(data).decode("utf-8") + "\n")
+        out.write_json(_json.dumps(data).decode("utf-8") + "\n")
         return 0
     if not hits:
         out.write(f"no tool matches {query!r} among {len(tools)} tools\n")
@@ -314,7 +314,7 @@ def _search(source: str, query: str, k: int, as_json: bool, out: TextIO) -> int:
     return 0
 
 
-def _export(source: str, shape: CatalogFormat, strict: bool, out: TextIO) -> int:
+def _export(source: str, shape: CatalogFormat, strict: bool, out: _Stream) -> int:
     tools = _load(source)
     try:
         document = export_catalog(tools, shape, strict=strict)
@@ -324,19 +324,19 @@ def _export(source: str, shape: CatalogFormat, strict: bool, out: TextIO) -> int
         text = _json.dumps_exact(document).decode("utf-8")
     except ValueError as error:
         raise CommandError(str(error)) from None
-    _write_json(out, text + "\n")
+    out.write_json(text + "\n")
     return 0
 
 
 # -------------------------------------------------------------------------------- other commands
 
 
-def _demo(as_json: bool, out: TextIO) -> int:
+def _demo(as_json: bool, out: _Stream) -> int:
     report, agent_report = _run_apart(_both_demos)
     if as_json:
         data = report_data(report)
         data["agent"] = agent_report_data(agent_report)
-        _write_json(out, _json.dumps(data).decode("utf-8") + "\n")
+        out.write_json(_json.dumps(data).decode("utf-8") + "\n")
     else:
         out.write(format_report(report))
         out.write(format_agent_report(agent_report))
@@ -364,7 +364,7 @@ def _run_apart(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
         return worker.submit(contextvars.copy_context().run, run).result()
 
 
-def _list(domain: str | None, out: TextIO) -> int:
+def _list(domain: str | None, out: _Stream) -> int:
     tools = example_tools(domain)
     width = max((len(tool.name) for tool in tools), default=0)
     for tool in tools:
@@ -429,34 +429,22 @@ class _Stream:
     def __init__(self, stream: TextIO | None, *, is_output: bool) -> None:
         self.stream = stream
         self.is_output = is_output
-        self.encoding = getattr(stream, "encoding", None) or "utf-8"
-
-    def encodable(self, text: str) -> bool:
-        try:
-            text.encode(self.encoding)
-        except (UnicodeEncodeError, LookupError):
-            return False
-        return True
 
     def write(self, text: str) -> int:
-        if not self.encodable(text):
-            try:
-                text = text.encode(self.encoding, "backslashreplace").decode(self.encoding)
-            except LookupError:
-                text = text.encode("ascii", "backslashreplace").decode("ascii")
-        # In pieces smaller than the stream's buffer: one large write that the operating system
-        # takes only part of (a pipe closed early, a file size limit) comes back short without
-        # an error, where a piece that fails raises.
-        for start in range(0, len(text), _WRITE_PIECE):
-            self._call(partial(_write_to, text[start : start + _WRITE_PIECE]), None)
+        self._write(text, _backslashed)
         return len(text)
 
     def write_json(self, text: str) -> None:
         """JSON text: where the stream cannot encode a character, the character's JSON escape,
         so the output stays JSON (a backslash escape would not be)."""
-        if not self.encodable(text):
-            text = _NON_ASCII.sub(_json_escape, text)
-        self.write(text)
+        self._write(text, _json_escaped)
+
+    def _write(self, text: str, escaped: Callable[[str, str], str]) -> None:
+        # In pieces smaller than the stream's buffer: one large write that the operating system
+        # takes only part of (a pipe closed early, a file size limit) comes back short without
+        # an error, where a piece that fails raises.
+        for start in range(0, len(text), _WRITE_PIECE):
+            self._call(partial(_write_piece, text[start : start + _WRITE_PIECE], escaped), None)
 
     def flush(self) -> None:
         self._call(lambda stream: stream.flush(), None)
@@ -481,8 +469,23 @@ class _Stream:
 _WRITE_PIECE = 4096  # characters: at most 16 KiB of UTF-8, below a text stream's buffer
 
 
-def _write_to(text: str, stream: TextIO) -> int:
-    return stream.write(text)
+def _write_piece(text: str, escaped: Callable[[str, str], str], stream: TextIO) -> int:
+    try:
+        return stream.write(text)  # encoded whole before anything is written
+    except UnicodeEncodeError:
+        # A character the stream cannot encode: the piece goes escaped, the stream unchanged.
+        return stream.write(escaped(text, getattr(stream, "encoding", None) or "ascii"))
+
+
+def _backslashed(text: str, encoding: str) -> str:
+    try:
+        return text.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:
+        return text.encode("ascii", "backslashreplace").decode("ascii")
+
+
+def _json_escaped(text: str, encoding: str) -> str:
+    return _NON_ASCII.sub(_json_escape, text)
 
 
 _NON_ASCII = re.compile("[^\\x00-\\x7f]")
@@ -507,7 +510,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = arguments[0] if arguments and arguments[0] in _COMMANDS else None
     prefix = "prism-tools" if command is None else f"prism-tools {command}"
     try:
-        status = _main(arguments, cast(TextIO, out), cast(TextIO, err))
+        status = _main(arguments, out, err)
         out.flush()  # what is still buffered fails here, where it is reported
     except KeyboardInterrupt:
         # Wherever it lands (parsing, a command, the final flush): one line, as for a command.
@@ -533,13 +536,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 _COMMANDS = frozenset(("demo", "check", "search", "export", "list", "version", "bench"))
 
 
-def _write_json(out: TextIO, text: str) -> None:
-    if isinstance(out, _Stream):
-        out.write_json(text)
-    else:
-        out.write(text)
-
-
 def _silence_stdout() -> None:
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -548,7 +544,7 @@ def _silence_stdout() -> None:
         pass  # not a file descriptor: nothing is flushed to a pipe later
 
 
-def _main(arguments: list[str], out: TextIO, err: TextIO) -> int:
+def _main(arguments: list[str], out: _Stream, err: _Stream) -> int:
     if arguments[:1] == ["bench"]:
         # Everything after 'bench' belongs to the report script, '--help' included, which
         # argparse's REMAINDER would not pass on when it comes first.
@@ -569,7 +565,7 @@ def _main(arguments: list[str], out: TextIO, err: TextIO) -> int:
             return 2
     parser = build_parser()
     try:
-        with _standard_streams(out, err):
+        with _command_streams(out, err):
             args, unknown = parser.parse_known_args(arguments)
             if unknown:
                 # Named with the command they were given to, as every other usage error is.
@@ -602,13 +598,13 @@ def _main(arguments: list[str], out: TextIO, err: TextIO) -> int:
 
 
 # The streams of the command running in this thread (or task), for argparse's help and errors.
-_STREAMS: ContextVar[tuple[TextIO, TextIO] | None] = ContextVar(
+_STREAMS: ContextVar[tuple[_Stream, _Stream] | None] = ContextVar(
     "prism_tools_cli_streams", default=None
 )
 
 
 @contextmanager
-def _standard_streams(out: TextIO, err: TextIO) -> Iterator[None]:
+def _command_streams(out: _Stream, err: _Stream) -> Iterator[None]:
     """argparse writes help and usage errors to ``sys.stdout``/``sys.stderr``: ``_Parser`` writes
     them to the command's own streams instead while this holds (per thread, so hosts calling
     ``main`` from several threads keep theirs)."""

@@ -1103,6 +1103,11 @@ async def _failed(
     """The tool ran and failed: an error result, or for a claimed effect an unknown outcome."""
     if claim is not None:
         return await _unknown_outcome(audit, call, claim)
+    return await _ended_with(audit, call, error)
+
+
+async def _ended_with(audit: _Audit | None, call: ToolCall, error: ErrorInfo) -> ToolResult:
+    """The call's error result, after its ``error`` row when the call is audited."""
     if audit is None:
         return _error_result(call, error)
     return await audit.failed(call, error)
@@ -1217,24 +1222,18 @@ async def _stopped_before_dispatch(
     audit: _Audit | None, call: ToolCall, claim: EffectClaim
 ) -> ToolResult:
     await claim.release()
-    if audit is None:
-        return _error_result(call, _STOPPED)
-    return await audit.failed(call, _STOPPED)
+    return await _ended_with(audit, call, _STOPPED)
 
 
 async def _mark_failed(audit: _Audit | None, call: ToolCall, claim: EffectClaim) -> ToolResult:
     error = NOT_DISPATCHED_EFFECT if await claim.abandon(retryable=True) else UNKNOWN_OUTCOME
-    if audit is None:
-        return _error_result(call, error)
-    return await audit.failed(call, error)
+    return await _ended_with(audit, call, error)
 
 
 async def _unknown_outcome(audit: _Audit | None, call: ToolCall, claim: EffectClaim) -> ToolResult:
     """The side effect may have happened: record ``unknown`` and never run the call again."""
     await claim.unknown()
-    if audit is None:
-        return _error_result(call, UNKNOWN_OUTCOME)
-    return await audit.failed(call, UNKNOWN_OUTCOME)
+    return await _ended_with(audit, call, UNKNOWN_OUTCOME)
 
 
 def _progress_reporter(context: ToolExecutionContext) -> Callable[..., Awaitable[None]]:

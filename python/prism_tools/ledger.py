@@ -130,17 +130,17 @@ def row_filter(
     it."""
     clauses: list[str] = []
     values: list[str] = []
-    for name, value in (
-        ("session_id", session_id),
-        ("run_id", run_id),
-        ("tool_call_id", tool_call_id),
-    ):
-        if value is not None:
-            forms = tuple(form for text in _id_texts(value) for form in column(text))
-            marks = ", ".join([placeholder] * len(forms))
-            clauses.append(f"{name} = {placeholder}" if len(forms) == 1 else f"{name} IN ({marks})")
-            values.extend(forms)
+    for name, value in _asked(session_id, run_id, tool_call_id):
+        forms = [form for text in _id_texts(value) for form in column(text)]
+        clauses.append(f"{name} IN ({', '.join([placeholder] * len(forms))})")
+        values.extend(forms)
     return (f" WHERE {' AND '.join(clauses)}" if clauses else ""), values
+
+
+def _asked(session_id: Any, run_id: Any, tool_call_id: Any) -> list[tuple[str, Any]]:
+    """The ids a ``rows`` query gives, by column."""
+    given = (("session_id", session_id), ("run_id", run_id), ("tool_call_id", tool_call_id))
+    return [(name, value) for name, value in given if value is not None]
 
 
 def exact_rows(
@@ -156,12 +156,7 @@ def exact_rows(
     records = [record_from_dict(_json.loads(text)) for text in texts]
     wanted = [
         (name, {_json.replace_lone_surrogates(text) for text in _id_texts(value)})
-        for name, value in (
-            ("session_id", session_id),
-            ("run_id", run_id),
-            ("tool_call_id", tool_call_id),
-        )
-        if value is not None
+        for name, value in _asked(session_id, run_id, tool_call_id)
     ]
     if not wanted:
         return records
