@@ -23,6 +23,7 @@ from tests.support import (
 import prism_tools
 import prism_tools.agent
 from prism_tools import (
+    AgentIdentity,
     DecisionLimitError,
     ErrorInfo,
     GuardrailContext,
@@ -31,10 +32,12 @@ from prism_tools import (
     Guardrails,
     GuardrailTripwire,
     InMemoryRunLedger,
+    InMemoryToolEffectStore,
     PrismError,
     RunLimitError,
     ToolCall,
     ToolDefinition,
+    ToolEffect,
     ToolExecutionContext,
     create_tool_registry,
     guardrail,
@@ -1623,7 +1626,8 @@ async def test_a_subscriber_raising_a_cancellation_of_its_own_does_not_break_the
 
 
 async def test_a_repeated_call_id_left_unanswered_by_a_turn_limit_is_answered_next_run() -> None:
-    # call_0 every turn (a provider that sends no ids): the last one must still get its row.
+    # call_0 every turn (a provider that sends no ids): the loop renames the second call_0_1,
+    # and that last call must still get its row.
     echo = Recorder()
     session, _, _ = make_session(
         [calling(call("call_0")), calling(call("call_0")), answer("second run")],
@@ -1634,8 +1638,76 @@ async def test_a_repeated_call_id_left_unanswered_by_a_turn_limit_is_answered_ne
     await session.run("next")
     roles = [(message.role, message.tool_call_id) for message in session.messages]
     last_call = max(i for i, message in enumerate(session.messages) if message.tool_calls)
-    assert roles[last_call + 1] == ("tool", "call_0")
+    assert session.messages[last_call].tool_calls[0].id == "call_0_1"
+    assert roles[last_call + 1] == ("tool", "call_0_1")
     assert len(echo.calls) == 1
+
+
+@pytest.mark.parametrize("call_id", [None, "call_0"])
+async def test_a_durable_call_asked_for_again_in_a_later_turn_runs_again(
+    call_id: str | None,
+) -> None:
+    # Without ids (fallback call_0 each turn), or with a model that numbers its calls from
+    # call_0 every turn, the second email is a new call: it is sent and audited, not taken for
+    # a redelivery of the first and answered with its stored result.
+    sent: list[dict[str, Any]] = []
+
+    async def send_email(args: dict[str, Any], context: ToolExecutionContext) -> Any:
+        sent.append(args)
+        return {"sent": len(sent)}
+
+    email = {"to": "boss@example.com", "text": "reminder"}
+    ledger = InMemoryRunLedger()
+    session, _, log = make_session(
+        [
+            calling(call(call_id, "send_email", email)),  # type: ignore[arg-type]
+            calling(call(call_id, "send_email", email)),  # type: ignore[arg-type]
+            answer("sent twice"),
+        ],
+        [
+            ToolDefinition(
+                "send_email", execute=send_email, effect=ToolEffect("external_mutation", "required")
+            )
+        ],
+        identity=AgentIdentity("agent", "tenant"),
+        effect_store=InMemoryToolEffectStore(),
+        ledger=ledger,
+    )
+    result = await session.run("email my boss twice")
+
+    assert sent == [email, email]
+    rows = tool_rows(result.messages)
+    assert [row.tool_call_id for row in rows] == ["call_0", "call_0_1"]
+    assert [row.content for row in rows] == [{"sent": 1}, {"sent": 2}]
+    assert [(record.tool_call_id, record.status) for record in ledger.records] == [
+        ("call_0", "started"),
+        ("call_0", "finished"),
+        ("call_0_1", "started"),
+        ("call_0_1", "finished"),
+    ]
+    assert log.types.count("tool_execution_finished") == 2
+
+
+async def test_a_call_id_renamed_for_an_earlier_turn_avoids_every_id_in_use() -> None:
+    # call_0 is taken by the first turn and call_0_1 by a sibling of the second: the repeat of
+    # call_0 becomes call_0_2, and no two calls of the session share an id.
+    echo = Recorder()
+    session, provider, _ = make_session(
+        [
+            calling(call("call_0")),
+            calling(call("call_0_1"), call("call_0")),
+            answer(),
+        ],
+        [ToolDefinition("echo", execute=echo)],
+    )
+    result = await session.run("go")
+    ids = [c.id for message in result.messages for c in message.tool_calls]
+    assert ids == ["call_0", "call_0_1", "call_0_2"]
+    assert [row.tool_call_id for row in tool_rows(result.messages)] == ids
+    assert [context_id for context_id, _ in echo.calls] == ids
+    # The model reads its calls back under the ids their results carry.
+    sent = provider.requests[-1].messages
+    assert [c.id for message in sent for c in message.tool_calls] == ids
 
 
 async def test_a_hosts_own_history_gets_its_calls_checked_as_a_providers_are() -> None:

@@ -951,6 +951,37 @@ async def test_a_suspended_run_is_checkpointed_and_resumed_by_session_id(
         fresh.resume_session("s-42")
 
 
+async def test_a_cancelled_resume_removes_the_checkpoint_it_consumed(
+    store: CheckpointStore,
+) -> None:
+    started = asyncio.Event()
+
+    async def slow(args: dict[str, Any], context: ToolExecutionContext) -> Any:
+        started.set()
+        await asyncio.sleep(30)
+
+    agent = create_agent(
+        model=MODEL,
+        provider=ScriptedProvider([calling(call("c1")), answer()]),
+        tools=[ToolDefinition(name="echo", execute=slow, parameters=SCHEMA)],
+        interrupt_before_tool=True,
+        checkpoints=store,
+    )
+    session = agent.session("s-cancel")
+    await session.run("hi")
+    assert store.load("s-cancel") is not None
+    resumed = asyncio.ensure_future(session.resume({"c1": "approve"}))
+    await started.wait()
+    resumed.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await resumed
+    # What the store held (approvals used, the round without rows) is gone: no worker can load
+    # it and take the call that started for one that never ran.
+    assert store.load("s-cancel") is None
+    with pytest.raises(ApprovalError, match="No checkpoint"):
+        agent.resume_session("s-cancel")
+
+
 async def test_a_consumed_checkpoint_never_offers_the_calls_again(
     store: CheckpointStore,
 ) -> None:
@@ -1330,15 +1361,117 @@ async def test_a_slow_subscriber_of_the_suspension_cannot_fail_a_suspended_run()
 
 
 async def test_call_ids_a_provider_repeats_every_turn_resume_the_latest_round() -> None:
-    # A provider that sends no ids gets call_0 on every turn.
+    # A provider that sends no ids gets call_0 on every turn; the loop renames the second one.
     echo = Recorder()
     script = [calling(call("call_0")), calling(call("call_0", text="again")), answer()]
     agent = build_agent(ScriptedProvider(script), echo)
     session = agent.session()
     assert (await session.run("hi")).status == "suspended"
     assert (await session.resume({"call_0": "approve"})).status == "suspended"
-    assert (await session.resume({"call_0": "approve"})).status == "succeeded"
-    assert echo.calls == [("call_0", {"text": "hi"}), ("call_0", {"text": "again"})]
+    assert [item.tool_call_id for item in session.pending] == ["call_0_1"]
+    with pytest.raises(ApprovalError, match="Unknown approval id: 'call_0'"):
+        await session.resume({"call_0": "approve"})
+    assert (await session.resume({"call_0_1": "approve"})).status == "succeeded"
+    assert echo.calls == [("call_0", {"text": "hi"}), ("call_0_1", {"text": "again"})]
+
+
+def hidden_call_agent(provider: ScriptedProvider, echo: Recorder, **options: Any) -> Any:
+    """An agent that shows only ``other`` and lets hidden calls through unless a run says no."""
+    return build_agent(
+        provider,
+        echo,
+        tool_narrowing=lambda context: ["other"],
+        allow_hidden_tool_calls=True,
+        **options,
+    )
+
+
+@pytest.mark.parametrize("through_state", [False, True])
+async def test_a_resumed_round_keeps_the_runs_refusal_of_hidden_calls(through_state: bool) -> None:
+    echo = Recorder()
+    session = hidden_call_agent(ScriptedProvider([calling(call("h1")), answer()]), echo).session()
+    suspended = await session.run("hi", allow_hidden_tool_calls=False)
+    assert suspended.status == "suspended"
+    assert session.state["suspension"]["scope"] == {"allow_hidden_tool_calls": False}
+    if through_state:
+        fresh = hidden_call_agent(ScriptedProvider([answer()]), echo)
+        session = fresh.session(state=json.loads(json.dumps(session.state)))
+
+    result = await session.resume({"h1": "approve"})
+
+    assert echo.calls == []  # approved, but the run refused hidden calls: it did not run
+    rows = tool_rows(result.messages)
+    assert [row.error.message if row.error else None for row in rows] == ["Tool denied: echo"]
+
+
+async def test_a_resume_passing_its_own_scoping_option_replaces_the_runs() -> None:
+    echo = Recorder()
+    session = hidden_call_agent(ScriptedProvider([calling(call("h1")), answer()]), echo).session()
+    await session.run("hi", allow_hidden_tool_calls=False)
+
+    result = await session.resume({"h1": "approve"}, allow_hidden_tool_calls=True)
+
+    assert result.status == "succeeded"
+    assert echo.calls == [("h1", {"text": "hi"})]
+
+
+async def test_a_resumed_round_keeps_the_runs_search_disclosure() -> None:
+    # search_tools exists only on turns the run's tools_disclosure="search" builds it: the
+    # approved call to it runs on resume, and the next turn is still narrowed by search.
+    echo = Recorder()
+    search = ToolCall(id="s1", name="search_tools", arguments={"query": "echo text"})
+    provider = ScriptedProvider([calling(search), answer()])
+    session = build_agent(provider, echo).session()
+    suspended = await session.run(
+        "find a tool", tools_disclosure="search", tools_search={"top_k": 3}
+    )
+    assert [item.tool_name for item in suspended.pending] == ["search_tools"]
+    assert session.state["suspension"]["scope"] == {
+        "tools_disclosure": "search",
+        "tools_search": {"top_k": 3},
+    }
+
+    result = await session.resume({"s1": "approve"})
+
+    rows = tool_rows(result.messages)
+    assert rows[0].error is None, rows[0].error
+    assert "echo" in str(rows[0].content)
+    assert "search_tools" in [tool.name for tool in provider.requests[-1].tools]
+
+
+@pytest.mark.parametrize(
+    ("scope", "complaint"),
+    [
+        ({"tools_disclosure": "some"}, "tools_disclosure"),
+        ({"tools_search": {"top_k": 0}}, "tools_search"),
+        ({"tools_search": {"top_k": True}}, "tools_search"),
+        ({"tools_search": {}}, "tools_search"),
+        ({"allow_hidden_tool_calls": "false"}, "allow_hidden_tool_calls"),
+        ({"tool_names": ["echo"]}, "unknown options: tool_names"),
+        (["allow_hidden_tool_calls"], "'scope' must be an object"),
+    ],
+)
+async def test_a_stored_suspension_with_a_malformed_scope_is_refused(
+    scope: Any, complaint: str
+) -> None:
+    session = build_agent(ScriptedProvider([calling(call("c1"))]), Recorder()).session()
+    await session.run("hi", allow_hidden_tool_calls=True)
+    state = json.loads(json.dumps(session.state))
+    state["suspension"]["scope"] = scope
+    with pytest.raises(ValueError, match=re.escape(complaint)):
+        build_agent(ScriptedProvider([]), Recorder()).session(state=state)
+
+
+async def test_a_stored_suspension_without_a_scope_resumes_with_the_agents_options() -> None:
+    # States written before the scope was kept have none: the agent's options apply.
+    echo = Recorder()
+    session = hidden_call_agent(ScriptedProvider([calling(call("h1"))]), echo).session()
+    await session.run("hi")
+    state = json.loads(json.dumps(session.state))
+    assert "scope" not in state["suspension"]  # the run was given no scoping option
+    fresh = hidden_call_agent(ScriptedProvider([answer()]), echo).session(state=state)
+    assert (await fresh.resume({"h1": "approve"})).status == "succeeded"
+    assert echo.calls == [("h1", {"text": "hi"})]
 
 
 # --- what the stored state carries, exactly --------------------------------------------------

@@ -79,6 +79,7 @@ from prism_tools.messages import (
     ProviderRequest,
     ProviderResponse,
     Usage,
+    calls_with_unused_ids,
     message_from_dict,
     message_to_dict,
     tool_message,
@@ -759,7 +760,8 @@ class Session:
                 metadata={**suspension.metadata, **(metadata or {})},
                 signal=signal,
                 effect_store=effect_store,
-                scope=_ScopeOptions(
+                scope=_ScopeOptions.resumed(
+                    suspension.scope,
                     narrowing=tool_narrowing,
                     disclosure=tools_disclosure,
                     search=tools_search,
@@ -825,7 +827,7 @@ class Session:
     def _suspended_calls(self, suspension: Suspension) -> tuple[ToolCall, ...]:
         """The suspended round's calls, from the transcript, in call order."""
         # The round is the last message that asked for calls; ids are read there only, as a
-        # provider that sends none gets call_0, call_1, ... again every turn.
+        # host's history may repeat an id of an earlier turn (the loop renames only new calls).
         position = _last_call_message(self.messages, 0)
         found = {} if position is None else {c.id: c for c in self.messages[position].tool_calls}
         answered = (
@@ -918,6 +920,37 @@ class _ScopeOptions:
     search: Mapping[str, Any] | None = None
     allow_hidden: bool | None = None
 
+    @classmethod
+    def resumed(
+        cls,
+        kept: Mapping[str, Any],
+        *,
+        narrowing: Narrowing | None,
+        disclosure: ToolsDisclosure | None,
+        search: Mapping[str, Any] | None,
+        allow_hidden: bool | None,
+    ) -> _ScopeOptions:
+        """A resume's options: each one it passes, else the suspended run's own (``kept``)."""
+        return cls(
+            narrowing=narrowing,
+            disclosure=disclosure if disclosure is not None else kept.get("tools_disclosure"),
+            search=search if search is not None else kept.get("tools_search"),
+            allow_hidden=(
+                allow_hidden if allow_hidden is not None else kept.get("allow_hidden_tool_calls")
+            ),
+        )
+
+    def stored(self) -> dict[str, JSONValue]:
+        """The options a suspension keeps (the JSON ones given; the grant is kept apart)."""
+        kept: dict[str, JSONValue] = {}
+        if self.disclosure is not None:
+            kept["tools_disclosure"] = self.disclosure
+        if self.search is not None:
+            kept["tools_search"] = {"top_k": read_search_top_k(self.search)}
+        if self.allow_hidden is not None:
+            kept["allow_hidden_tool_calls"] = bool(self.allow_hidden)
+        return kept
+
 
 @dataclass(frozen=True, slots=True)
 class _Resume:
@@ -990,6 +1023,7 @@ class _Run:
         self.tracker = RunLimitTracker(limits, on_breach=self._on_breach)
         self.usage = Usage()
         self.turns = 0
+        self.call_ids: set[str] | None = None  # see used_call_ids
         self.artifact: Any = None
         # Where this run's messages start in the session transcript.
         self.first_message = len(session.messages)
@@ -1076,6 +1110,11 @@ class _Run:
         except Exception as err:
             self.forget_checkpoint()
             return await self.failed(err)
+        except BaseException:
+            # Cancelled or interrupted: the resumed run has ended all the same, and the state
+            # the store holds (approvals used, the round unanswered) must not be loaded again.
+            self.forget_checkpoint()
+            raise
         if self.pending:
             # Outside the run's timeout, as the other closing events are: a slow subscriber of
             # run_suspended cannot turn a suspended run into a failed one.
@@ -1341,6 +1380,10 @@ class _Run:
             raise TypeError(
                 f"provider.generate must return a ProviderResponse, got {type(response).__name__}"
             )
+        if response.tool_calls:
+            calls = calls_with_unused_ids(response.tool_calls, self.used_call_ids())
+            if calls is not response.tool_calls:
+                response = replace(response, tool_calls=calls)
         self.usage = self.usage + response.usage
         self.turn_records[-1] = TurnRecord(
             turn, tools_meta, len(response.tool_calls), response.finish_reason, response.usage
@@ -1361,6 +1404,14 @@ class _Run:
         await self.emit("turn_finished", turn=turn)
         self.tracker.check_wall_time()
         return response
+
+    def used_call_ids(self) -> set[str]:
+        """The ids the session's calls have, read from the transcript once per run."""
+        if self.call_ids is None:
+            self.call_ids = {
+                call.id for message in self.session.messages for call in message.tool_calls
+            }
+        return self.call_ids
 
     async def select_turn_tools(self, turn: int) -> TurnTools:
         """The tools a turn sends and accepts (a resumed round selects them again)."""
@@ -1435,6 +1486,7 @@ class _Run:
             counts={name: self.tracker.count(name) for name in CEILINGS},
             sticky=dict(self.sticky),
             metadata=self.run_metadata,
+            scope=self.scope_options.stored(),
         )
 
     async def resume_round(self) -> int | None:

@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
 
 from prism_tools import _json
+from prism_tools._core import SEARCH_MAX_TOP_K
 from prism_tools._stored import StoredFields, is_bool, is_mapping, is_name, is_object
 from prism_tools.errors import PrismError
 from prism_tools.limits import CEILINGS, read_limits
+from prism_tools.scoping import read_disclosure, read_search_top_k
 from prism_tools.types import JSONValue
 
 ApprovalAction = Literal["approve", "reject_once", "allow_for_run", "reject_for_run"]
@@ -31,6 +33,9 @@ MAX_REASON_CHARS: Final = 1000
 
 MAX_PENDING_DECISIONS: Final = 32
 """Most calls one suspension may wait on; a round that would need more fails the run."""
+
+SCOPE_OPTIONS: Final = ("tools_disclosure", "tools_search", "allow_hidden_tool_calls")
+"""The run options a suspension keeps so its resumed round is scoped as the run was."""
 
 
 class ApprovalError(PrismError, ValueError):
@@ -193,6 +198,10 @@ class Suspension:
     decided: Mapping[str, Decision] = field(default_factory=dict)
     """Decisions already given for some pending calls, by tool call id; the round runs once
     every pending call has one."""
+    scope: Mapping[str, JSONValue] = field(default_factory=dict)
+    """The run's own ``tools_disclosure``, ``tools_search`` and ``allow_hidden_tool_calls``,
+    those it was given (the others are the agent's): the resumed round is scoped as the run
+    was, unless the resume passes its own."""
 
     @property
     def outstanding(self) -> tuple[PendingDecision, ...]:
@@ -216,6 +225,7 @@ class Suspension:
             },
             "metadata": _json.loads(_json.dumps_lenient(dict(self.metadata))),
             "decided": {call_id: item.to_dict() for call_id, item in self.decided.items()},
+            **({"scope": dict(self.scope)} if self.scope else {}),
         }
 
     @classmethod
@@ -251,6 +261,7 @@ class Suspension:
                         "decided", "an object", is_object, default={}
                     ).items()
                 },
+                scope=_scope(field),
             )
         except (TypeError, ApprovalError) as err:
             # A limit out of range (TypeError from read_limits) or a decision that is not one.
@@ -322,6 +333,32 @@ def _sticky(field: StoredFields) -> dict[str, StickyRule]:
             )
         rules[name] = StickyRule(rule["action"], reason)
     return rules
+
+
+def _scope(field: StoredFields) -> dict[str, JSONValue]:
+    """The run's own scoping options, each checked as ``run`` checks it."""
+    scope: dict[str, JSONValue] = dict(field.read("scope", "an object", is_object, default={}))
+    unknown = set(scope) - set(SCOPE_OPTIONS)
+    if unknown:
+        raise ValueError(
+            f"{field.what} scope holds unknown options: {', '.join(sorted(map(str, unknown)))}"
+        )
+    disclosure = scope.get("tools_disclosure")
+    if "tools_disclosure" in scope:
+        read_disclosure(disclosure)
+    search = scope.get("tools_search")
+    if "tools_search" in scope and (
+        not isinstance(search, Mapping) or read_search_top_k(search) != search.get("top_k")
+    ):
+        raise ValueError(
+            f"{field.what} scope field 'tools_search' must be {{'top_k': <1 to "
+            f"{SEARCH_MAX_TOP_K}>}}"
+        )
+    if "allow_hidden_tool_calls" in scope and not is_bool(scope["allow_hidden_tool_calls"]):
+        raise ValueError(
+            f"{field.what} scope field 'allow_hidden_tool_calls' must be true or false"
+        )
+    return scope
 
 
 __all__ = [

@@ -162,6 +162,30 @@ def _identified_calls(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
     return tuple(identified)
 
 
+def calls_with_unused_ids(calls: tuple[ToolCall, ...], used: set[str]) -> tuple[ToolCall, ...]:
+    """``calls`` with each id an earlier message already gave a call renamed ``<id>_<n>`` (the
+    first ``n`` free); ``used`` then holds their ids too. Rows, approvals and effect keys go by
+    call id: a model that repeats an id of an earlier turn (as the fallback ids of a provider
+    that sends none do) would otherwise have its new call taken for the earlier one, and a
+    durable effect it asks for again not run."""
+    ids = [call.id for call in calls]
+    if used.isdisjoint(ids):
+        used.update(ids)
+        return calls
+    taken = used.union(ids)
+    renamed: list[ToolCall] = []
+    for call in calls:
+        if call.id in used:
+            suffix = 1
+            while f"{call.id}_{suffix}" in taken:
+                suffix += 1
+            call = replace(call, id=f"{call.id}_{suffix}")
+            taken.add(call.id)
+        renamed.append(call)
+    used.update(call.id for call in renamed)
+    return tuple(renamed)
+
+
 def _wrong_field(name: str, expected: str, value: object) -> str:
     return f"ProviderResponse.{name} must be {expected}, got {type(value).__name__}"
 
