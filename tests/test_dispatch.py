@@ -848,6 +848,41 @@ async def test_cancellation_propagates_and_is_recorded() -> None:
     assert recorder.types[-1] == "tool_execution_error"
 
 
+@pytest.mark.parametrize(("fails", "closing"), [(False, "finished"), (True, "error")])
+async def test_a_call_cancelled_while_its_closing_row_is_written_is_still_closed(
+    fails: bool, closing: str
+) -> None:
+    # An asynchronous ledger (one writing over the network) is appending the row that closes
+    # the call when the call is cancelled: the row still lands, then the cancellation goes on.
+    writing = asyncio.Event()
+
+    class SlowLedger:
+        def __init__(self) -> None:
+            self.rows: list[ToolCallRecord] = []
+
+        async def append_tool_call(self, record: ToolCallRecord) -> None:
+            if record.status != "started":
+                writing.set()
+                await asyncio.sleep(0.05)
+            self.rows.append(record)
+
+    def tool(args: dict[str, Any], ctx: ToolExecutionContext) -> str:
+        if fails:
+            raise ValueError("tool failed")
+        return "done"
+
+    ledger = SlowLedger()
+    registry = create_tool_registry([ToolDefinition(name="t", execute=tool)])
+    task = asyncio.create_task(
+        dispatch_tool_call(call("t"), registry=registry, context=context(), ledger=ledger)
+    )
+    await writing.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert [row.status for row in ledger.rows] == ["started", closing]
+
+
 async def test_a_failing_event_sink_does_not_change_the_outcome() -> None:
     spy = Spy(value=7)
 

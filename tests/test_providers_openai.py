@@ -809,6 +809,38 @@ def test_tool_payloads_are_built_once_per_definition_and_reused() -> None:
     assert cache.entries([replacement])[0] is not cache.entries([a])[0]
 
 
+def test_the_payload_cache_does_not_keep_a_dropped_definition_alive() -> None:
+    # A run's generated search_tools (or a tool a host builds per request) is sent once and
+    # dropped: the cache must not keep it, with its closure and search index, for thousands
+    # of later runs.
+    import gc
+    import weakref
+
+    from prism_tools.providers.payloads import ToolPayloadCache
+
+    class Heavy:
+        pass
+
+    def execute(args: Any, context: Any) -> Any:
+        return held
+
+    held = Heavy()
+    cache = ToolPayloadCache(lambda tool: {"name": tool.name})
+    tool = ToolDefinition("per_run", execute=execute, parameters={"type": "object"})
+    sent = cache.json([tool])  # not inside an assert, whose rewriting keeps its operands
+    assert sent == b'[{"name":"per_run"}]'
+    alive = weakref.ref(tool)
+    freed_id = id(tool)
+    del tool
+    gc.collect()
+    assert alive() is None
+    # A later definition CPython places at the freed one's address (as it often does) is built
+    # afresh, not served the old payload: the entry is moved to the new id to make it certain.
+    later = ToolDefinition("later")
+    cache._entries[id(later)] = cache._entries.pop(freed_id)
+    assert cache.json([later]) == b'[{"name":"later"}]'
+
+
 async def test_an_agent_over_the_sdk_recovers_from_malformed_streamed_arguments() -> None:
     ran: list[dict[str, Any]] = []
 

@@ -210,7 +210,10 @@ def _ledger_error(record: ToolCallRecord) -> LedgerWriteError:
 
 async def _await_ledger(outcome: Awaitable[None], record: ToolCallRecord) -> None:
     try:
-        await outcome
+        # To its end even when the call is cancelled meanwhile: a row cut short would leave the
+        # call open in the ledger (the built-in ledgers finish a queued row anyway; another
+        # asynchronous ledger's append would simply stop).
+        await _to_the_end(outcome)
     except Exception as err:
         raise _ledger_error(record) from err
 

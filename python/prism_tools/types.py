@@ -314,7 +314,9 @@ ToolExecute: TypeAlias = Callable[[dict[str, JSONValue], ToolExecutionContext], 
 """``execute(args, context)``: sync or async; returns a ``ToolResult`` or any value."""
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+# weakref_slot: caches keyed by definition (the provider payloads) refer to it weakly, so a
+# definition a host (or a run's search disclosure) drops is freed, not kept by the cache.
+@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
 class ToolDefinition:
     """A tool a host offers to an agent.
 

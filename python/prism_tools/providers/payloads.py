@@ -3,7 +3,8 @@
 A provider request carries every visible tool's schema on every turn. Converting each schema to
 plain data (and to JSON) again each turn costs time proportional to the catalog; a definition
 never changes (``ToolDefinition`` is frozen), so its payload is built the first time it is sent
-and kept, keyed by the definition object itself.
+and kept, keyed by the definition object itself (weakly: the cache never keeps a definition
+alive).
 
 A definition whose payload is not JSON (a lone surrogate, NaN or an infinity) raises
 ``ToolPayloadError`` each time it is sent, and is not kept. An integer beyond 64 bits is
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import math
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Final
@@ -25,6 +27,8 @@ from prism_tools.providers.streaming import escape_lone_surrogates
 from prism_tools.types import JSONValue, ToolDefinition
 
 DEFAULT_CACHE_SIZE: Final = 8192
+
+_Ref = weakref.ReferenceType[ToolDefinition]
 
 
 class ToolPayloadError(PrismError, ValueError):
@@ -108,16 +112,17 @@ class ToolPayloadCache:
             raise ValueError("maxsize must be at least 1")
         self._build = build
         self._maxsize = maxsize
-        # id -> (the definition, its payload, its JSON); holding the definition keeps the id valid.
-        self._entries: OrderedDict[int, tuple[ToolDefinition, dict[str, JSONValue], bytes]] = (
-            OrderedDict()
-        )
+        # id -> (a weak reference to the definition, its payload, its JSON). The entry does not
+        # keep the definition alive: a run's generated search_tools, or a tool a host builds
+        # per request, is freed when dropped (its entry, now only the payload, ages out); the
+        # reference tells a live definition from a later object given the same id.
+        self._entries: OrderedDict[int, tuple[_Ref, dict[str, JSONValue], bytes]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def _entry(self, tool: ToolDefinition) -> tuple[ToolDefinition, dict[str, JSONValue], bytes]:
+    def _entry(self, tool: ToolDefinition) -> tuple[_Ref, dict[str, JSONValue], bytes]:
         # The hit path is one dict lookup: no lock, no reordering (a dict read is atomic).
         found = self._entries.get(id(tool))
-        if found is not None and found[0] is tool:
+        if found is not None and found[0]() is tool:
             return found
         data: bytes | None = None
         try:
@@ -129,7 +134,7 @@ class ToolPayloadCache:
             raise ToolPayloadError(
                 tool.name, "", "is nested too deeply (or holds itself) to be written as JSON"
             )
-        entry = (tool, payload, data)
+        entry = (weakref.ref(tool), payload, data)
         with self._lock:
             self._entries[id(tool)] = entry
             while len(self._entries) > self._maxsize:
