@@ -741,6 +741,17 @@ async def test_a_stored_message_with_a_role_of_the_wrong_kind_is_a_value_error()
         agent.session(state=state)
 
 
+async def test_a_stored_message_naming_one_call_id_twice_is_a_value_error() -> None:
+    # As a provider's turn may not: the second call could never get a row of its own.
+    state = await suspended_state()
+    calls = state["messages"][1]["tool_calls"]
+    calls[1]["id"] = calls[0]["id"]
+    agent = build_agent(ScriptedProvider([answer()]), Recorder())
+
+    with pytest.raises(ValueError, match="two stored tool calls of one message share the id"):
+        agent.session(state=state)
+
+
 @pytest.mark.parametrize(
     ("path", "value"),
     [

@@ -896,6 +896,23 @@ async def test_a_failing_event_sink_does_not_change_the_outcome() -> None:
     assert result.value == 7
 
 
+@pytest.mark.parametrize(("refused", "runs"), [("started", 0), ("finished", 1)])
+async def test_a_ledger_write_error_says_which_row_was_refused(refused: str, runs: int) -> None:
+    # A host deciding whether a retry would run the tool again reads the refused row's status.
+    spy = Spy()
+
+    class RefusingLedger:
+        def append_tool_call(self, record: ToolCallRecord) -> None:
+            if record.status == refused:
+                raise OSError("disk full")
+
+    registry = create_tool_registry([ToolDefinition(name="echo", execute=spy)])
+    with pytest.raises(LedgerWriteError, match=f"{refused} row") as caught:
+        await dispatch_tool_call(call(), registry, context(), ledger=RefusingLedger())
+    assert caught.value.status == refused
+    assert len(spy.calls) == runs
+
+
 async def test_a_ledger_that_refuses_the_started_row_stops_the_call() -> None:
     spy = Spy()
 
@@ -1183,6 +1200,57 @@ async def test_an_argument_of_the_wrong_kind_is_a_type_error_naming_it_before_th
     assert spy.calls == [], "a call with a wrong argument must never reach execute"
     assert recorder.events == []
     assert ledger.records == []
+
+
+@pytest.mark.parametrize("wrong", [5, {"tenant_id": "t1"}])
+async def test_a_wrong_ownership_with_an_identity_is_a_type_error_not_a_refusal(
+    wrong: Any,
+) -> None:
+    # Without a sink or ledger ownership is first read by the identity check: a host mistake
+    # must still raise, never come back as a permission_denied result.
+    from prism_tools import AgentIdentity
+
+    spy = Spy()
+    registry = create_tool_registry([ToolDefinition(name="echo", execute=spy)])
+    with pytest.raises(TypeError, match="ownership must be an Ownership"):
+        await dispatch_tool_call(
+            call(),
+            registry,
+            context(),
+            identity=AgentIdentity(principal_id="agent-1", tenant_id="t1"),
+            ownership=wrong,
+        )
+    assert spy.calls == []
+
+
+def _raises(args: dict[str, Any], ctx: ToolExecutionContext) -> None:
+    raise ValueError("tool failed")
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "tools"),
+    [
+        ("get_sk-live-123", {}, []),  # unknown tool
+        ("echo", "{not json", [ToolDefinition(name="echo", execute=Spy())]),  # invalid arguments
+        ("echo", {}, [ToolDefinition(name="echo", execute=_raises)]),  # the tool raised
+    ],
+)
+async def test_a_refused_or_failed_result_carries_no_secret_in_its_id_or_name(
+    name: str, arguments: Any, tools: list[ToolDefinition]
+) -> None:
+    recorder, ledger = EventLog(), InMemoryRunLedger()
+    result = await dispatch_tool_call(
+        call(name, arguments, call_id="id-sk-live-123"),
+        create_tool_registry(tools),
+        context("id-sk-live-123"),
+        secrets=["sk-live-123"],
+        emit=recorder,
+        ledger=ledger,
+    )
+    assert result.error is not None
+    leaving = [result, *recorder.events, *ledger.records]
+    assert b"sk-live-123" not in dumps_lenient([item.to_dict() for item in leaving])
+    assert result.tool_call_id == "id-[REDACTED]"
 
 
 async def test_the_redactor_is_checked_even_with_no_sink_or_ledger_to_scrub_for() -> None:

@@ -96,6 +96,13 @@ async def test_sqlite_schema_and_wal(tmp_path: Path) -> None:
         db.close()
 
 
+@pytest.mark.parametrize("path", [":memory:", ""])
+def test_sqlite_refuses_an_in_memory_database_when_built(path: str) -> None:
+    # It could never take WAL mode: every claim would fail later as an unknown outcome.
+    with pytest.raises(ValueError, match="needs a database file"):
+        SqliteToolEffectStore(path)
+
+
 async def test_sqlite_refuses_a_newer_schema(tmp_path: Path) -> None:
     path = tmp_path / "effects.db"
     with SqliteToolEffectStore(path) as store:

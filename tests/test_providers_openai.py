@@ -809,6 +809,15 @@ def test_tool_payloads_are_built_once_per_definition_and_reused() -> None:
     assert cache.entries([replacement])[0] is not cache.entries([a])[0]
 
 
+def test_request_arguments_build_a_whole_request_unless_asked_for_a_stream() -> None:
+    provider = OpenAIChatProvider(object())
+    request = ProviderRequest(model="gpt-test", messages=(Message("user", "hi"),), tools=())
+    whole = provider.request_arguments(request)
+    assert whole["model"] == "gpt-test"
+    assert not whole.get("stream")
+    assert provider.request_arguments(request, stream=True)["stream"] is True
+
+
 def test_the_payload_cache_does_not_keep_a_dropped_definition_alive() -> None:
     # A run's generated search_tools (or a tool a host builds per request) is sent once and
     # dropped: the cache must not keep it, with its closure and search index, for thousands

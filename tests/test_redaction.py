@@ -144,6 +144,30 @@ def test_keys_that_redact_to_the_same_text_all_survive_with_suffixes() -> None:
     assert out == {"[REDACTED]": 1, "[REDACTED]__2": 2, "[REDACTED]__3": 3, "other": 4}
 
 
+def test_suffixes_skip_a_literal_key_that_already_holds_the_next_one() -> None:
+    # The next suffix is remembered per key (many colliding keys stay linear): a literal
+    # "[REDACTED]__3" met in between must still be stepped over, not overwritten.
+    redactor = create_secret_redactor(["alpha-key", "beta-key", "gamma-key"])
+    out = redactor.redact(
+        {"alpha-key": 1, "beta-key": 2, "[REDACTED]__3": "literal", "gamma-key": 3}
+    )
+    assert out == {
+        "[REDACTED]": 1,
+        "[REDACTED]__2": 2,
+        "[REDACTED]__3": "literal",
+        "[REDACTED]__4": 3,
+    }
+
+
+def test_thousands_of_keys_redacting_alike_all_survive_in_order() -> None:
+    secrets = [f"tok-{n:05d}-secret" for n in range(3000)]
+    redactor = create_secret_redactor(secrets)
+    out = redactor.redact({f"key:{secret}": n for n, secret in enumerate(secrets)})
+    assert list(out.values()) == list(range(3000))
+    assert list(out)[:3] == ["key:[REDACTED]", "key:[REDACTED]__2", "key:[REDACTED]__3"]
+    assert list(out)[-1] == "key:[REDACTED]__3000"
+
+
 def test_a_redacted_key_colliding_with_an_existing_key_keeps_both() -> None:
     redactor = create_secret_redactor([SECRET])
     out = redactor.redact({"[REDACTED]": "existing", SECRET: "from secret"})

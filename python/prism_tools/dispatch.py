@@ -204,7 +204,8 @@ async def _await_sink(outcome: Awaitable[None], event_type: str) -> None:
 
 def _ledger_error(record: ToolCallRecord) -> LedgerWriteError:
     return LedgerWriteError(
-        f"the run ledger refused a {record.status} row for tool call {record.tool_call_id}"
+        f"the run ledger refused a {record.status} row for tool call {record.tool_call_id}",
+        record.status,
     )
 
 
@@ -462,8 +463,9 @@ class _Audit:
                 await pending
 
     async def blocked(self, call: ToolCall, reason: BlockedReason, error: ErrorInfo) -> ToolResult:
-        error = self.scrub(error)
-        result = _blocked_result(call, reason, error)
+        # The whole result, as on success: its call id and tool name may quote a secret too.
+        result: ToolResult = self.scrub(_blocked_result(call, reason, error))
+        error = cast(ErrorInfo, result.error)
         if self.redactor is not None and isinstance(call.arguments, str | bytes):
             call = _with_scrubbed_text(call, self.redactor)
         if self.emit is not None:
@@ -487,8 +489,8 @@ class _Audit:
         return result
 
     async def failed(self, call: ToolCall, error: ErrorInfo) -> ToolResult:
-        error = self.scrub(error)
-        result = _error_result(call, error)
+        result: ToolResult = self.scrub(_error_result(call, error))
+        error = cast(ErrorInfo, result.error)
         if self.emit is not None:
             pending = self.event(
                 AgentEvent(
@@ -864,7 +866,9 @@ async def dispatch_tool_call(
                 await _authorize(name, context, acting, ownership, trust, permission)
             except Exception as err:
                 # A policy of the wrong kind is the host's mistake, not a refusal to report.
-                check_option_types(identity=acting, trust=trust, permission=permission)
+                check_option_types(
+                    identity=acting, ownership=ownership, trust=trust, permission=permission
+                )
                 return await _block(audit, call, "permission_denied", error_info(err))
 
         if early_verdict is not _NOT_CHECKED:

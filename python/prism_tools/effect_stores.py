@@ -110,6 +110,13 @@ class SqliteToolEffectStore(BaseToolEffectStore):
             )
         super().__init__(now)
         self._path = os.fspath(path)
+        if self._path in (":memory:", ""):
+            # Checked here: the database opens on first use, where WAL mode, which an in-memory
+            # database cannot take, would fail every claim as an unknown outcome.
+            raise ValueError(
+                "SqliteToolEffectStore needs a database file (an in-memory SQLite database "
+                "cannot use WAL mode); use InMemoryToolEffectStore for claims kept in memory"
+            )
         self._busy_timeout_s = busy_timeout_s
         self._busy_timeout_ms = int(busy_timeout_s * 1000)
         self._lock = threading.Lock()

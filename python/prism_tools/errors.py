@@ -115,9 +115,15 @@ class RunLimitError(PrismError):
 
 
 class LedgerWriteError(PrismError):
-    """The ledger refused a row; the call it describes did not start."""
+    """The ledger refused a row. If it was the call's ``started`` row, the tool did not run;
+    if it was a later row (``finished``, ``error``), the tool has already run: a host that
+    retries the call then runs it again. ``status`` names the refused row's status."""
 
     code = "ERR_PRISM_LEDGER_WRITE"
+
+    def __init__(self, message: str, status: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 __all__ = [

@@ -256,9 +256,14 @@ def message_from_dict(data: Any) -> Message:
         if data.get(key) is not None and not isinstance(data.get(key), str):
             raise ValueError(f"a stored message's {key!r} must be a string")
     calls = []
+    ids: set[str] = set()
     for item in stored_calls:
         if not isinstance(item, Mapping) or not isinstance(item.get("id"), str) or not item["id"]:
             raise ValueError("a stored tool call needs a non-empty string 'id'")
+        if item["id"] in ids:
+            # As a provider's turn may not: the second call would never get its own row.
+            raise ValueError(f"two stored tool calls of one message share the id {item['id']!r}")
+        ids.add(item["id"])
         if not isinstance(item.get("name"), str):
             raise ValueError("a stored tool call needs a string 'name'")
         calls.append(

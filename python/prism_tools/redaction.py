@@ -263,6 +263,7 @@ class SecretRedactor:
     def _walk_mapping(self, value: Mapping[Any, Any], depth: int, ancestors: set[int]) -> Any:
         out: dict[Any, Any] = {}
         changed = not isinstance(value, dict)
+        suffixes: dict[Any, int] | None = None
         for key, item in value.items():
             if isinstance(key, str):
                 new_key = self.redact_text(key)
@@ -272,10 +273,14 @@ class SecretRedactor:
             else:
                 new_key = key
             if new_key in out:
-                # Two keys that redact to the same text must both survive.
-                suffix = 2
+                # Two keys that redact to the same text must both survive. The next suffix to
+                # try is kept per key, so many keys redacting alike stay linear.
+                if suffixes is None:
+                    suffixes = {}
+                suffix = suffixes.get(new_key, 2)
                 while f"{new_key}__{suffix}" in out:
                     suffix += 1
+                suffixes[new_key] = suffix + 1
                 new_key = f"{new_key}__{suffix}"
             new_item = self._walk(item, depth, ancestors)
             changed = changed or new_key is not key or new_item is not item

@@ -346,7 +346,9 @@ class AnthropicMessagesProvider:
         self.streaming = stream
         self.create_kwargs = create_kwargs
 
-    def request_arguments(self, request: ProviderRequest, *, stream: bool) -> dict[str, Any]:
+    def request_arguments(
+        self, request: ProviderRequest, *, stream: bool = False
+    ) -> dict[str, Any]:
         """The keyword arguments ``generate`` passes to ``messages.create``."""
         arguments: dict[str, Any] = {
             "model": request.model,

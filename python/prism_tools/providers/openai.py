@@ -264,7 +264,9 @@ class OpenAIChatProvider:
         self.streaming = stream
         self.create_kwargs = create_kwargs
 
-    def request_arguments(self, request: ProviderRequest, *, stream: bool) -> dict[str, Any]:
+    def request_arguments(
+        self, request: ProviderRequest, *, stream: bool = False
+    ) -> dict[str, Any]:
         """The keyword arguments ``generate`` passes to ``chat.completions.create``."""
         arguments: dict[str, Any] = {
             "model": request.model,
