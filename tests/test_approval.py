@@ -211,6 +211,39 @@ async def test_reject_once_answers_with_approval_rejected_and_never_runs() -> No
     assert len(provider.requests) == 2
 
 
+async def test_a_rejected_call_is_audited_as_blocked_in_the_ledger_and_events() -> None:
+    # An auditor reading the ledger sees every call the model asked for, the rejected one
+    # included, with the reason (redacted) and the tool never started.
+    from prism_tools import InMemoryRunLedger, create_secret_redactor
+
+    echo, wipe = Recorder(), Recorder()
+    ledger = InMemoryRunLedger()
+    session, _, log = make(
+        [calling(call("c1"), call("c2", "wipe")), answer()],
+        ("echo", echo),
+        ("wipe", wipe),
+        ledger=ledger,
+        redactor=create_secret_redactor(["sk-live-123"]),
+    )
+    await session.run("hi")
+    await session.resume(
+        {"c1": "approve", "c2": Decision("reject_once", reason="not with key sk-live-123")}
+    )
+
+    assert wipe.calls == []
+    rows = [(row.tool_call_id, row.status) for row in ledger.records]
+    assert rows == [("c2", "blocked"), ("c1", "started"), ("c1", "finished")]
+    blocked = ledger.records[0]
+    assert blocked.reason == "execution_denied"
+    assert blocked.result is not None
+    assert blocked.result.error is not None
+    assert blocked.result.error.code == APPROVAL_REJECTED
+    assert blocked.result.error.message == "not with key [REDACTED]"
+    refused = [event for event in log.events if event.type == "tool_execution_blocked"]
+    assert [(event.tool_call_id, event.reason) for event in refused] == [("c2", "execution_denied")]
+    assert "sk-live-123" not in json.dumps([event.to_dict() for event in log.events])
+
+
 async def test_a_mixed_round_runs_the_approved_call_only() -> None:
     echo, wipe = Recorder(), Recorder()
     session, _, _ = make(

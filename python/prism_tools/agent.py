@@ -52,7 +52,12 @@ from prism_tools.artifacts import (
 )
 from prism_tools.checkpoints import CheckpointStore
 from prism_tools.disclosure import ToolActivationState
-from prism_tools.dispatch import ToolValidator, dispatch_tool_call, error_info
+from prism_tools.dispatch import (
+    ToolValidator,
+    dispatch_tool_call,
+    error_info,
+    record_refusal,
+)
 from prism_tools.effects import ToolEffectStore
 from prism_tools.errors import GuardrailTripwire, PrismError, RunLimitError
 from prism_tools.guardrails import (
@@ -1640,6 +1645,39 @@ class _Run:
         )
         return await dispatch_tool_call(call, self.registry, context, *options)
 
+    async def audit_answered(
+        self, calls: Sequence[ToolCall], answered: Mapping[str, ErrorInfo]
+    ) -> None:
+        """The event and ledger row of each call answered without dispatch (a rejection), in
+        call order, as dispatch writes them for the calls it blocks."""
+        agent = self.agent
+        emit = self.forward if self.session._subscribers else None
+        if emit is None and agent.ledger is None:
+            return
+        for call in calls:
+            error = answered.get(call.id)
+            if error is not None:
+                context = _context(
+                    self.session.id,
+                    self.id,
+                    call.id,
+                    self.signal,
+                    self.metadata,
+                    ignore_progress,
+                    agent.identity,
+                    None,
+                )
+                await record_refusal(
+                    call,
+                    context,
+                    "execution_denied",
+                    error,
+                    emit=emit,
+                    redactor=agent.redactor,
+                    ledger=agent.ledger,
+                    ownership=agent.ownership,
+                )
+
     async def dispatch_round(
         self, calls: Sequence[ToolCall], answered: Mapping[str, ErrorInfo] | None = None
     ) -> None:
@@ -1647,6 +1685,7 @@ class _Run:
         appends one row per call, in call order, once every call of the round has ended."""
         answered = answered or {}
         if answered:
+            await self.audit_answered(calls, answered)
             runnable = [call for call in calls if call.id not in answered]
             if not runnable:
                 self.append_rows(calls, [None] * len(calls), {}, answered)

@@ -558,6 +558,40 @@ async def _block(
     return await audit.blocked(call, reason, error)
 
 
+async def record_refusal(
+    call: ToolCall,
+    context: ToolExecutionContext,
+    reason: BlockedReason,
+    error: ErrorInfo,
+    *,
+    emit: EventSink | None = None,
+    redactor: Redactor | None = None,
+    ledger: RunLedger | None = None,
+    ownership: Ownership | None = None,
+) -> ToolResult:
+    """Audits a call the harness answers without dispatching it (a rejected approval): the
+    ``tool_execution_blocked`` event and ``blocked`` row dispatch writes for its own refusals,
+    redacted alike, so the ledger shows every call a model asked for. Returns the blocked
+    result (redacted)."""
+    if emit is None and ledger is None:
+        result = _blocked_result(call, reason, error)
+        return result if redactor is None else redactor.redact(result)
+    audit = _Audit()
+    audit.call = call
+    audit.context = context
+    audit.emit = emit
+    audit.ledger = ledger
+    audit.redactor = redactor
+    audit.tenant = (
+        _NO_TENANT
+        if ownership is None
+        else (ownership.tenant_id, ownership.account_id, ownership.user_id)
+    )
+    audit.t0 = _perf_counter_ns()
+    audit.started_at = "" if ledger is None else now_iso()
+    return await audit.blocked(call, reason, error)
+
+
 async def _guard(
     stage: str,
     guardrails: Guardrails,
