@@ -129,3 +129,16 @@ def test_providers_doc_streaming_example_runs(capsys: pytest.CaptureFixture[str]
     assert printed_by("docs/providers.md", "assemble_response", capsys) == [
         "{'city': 'Paris'} tool_calls"
     ]
+
+
+def test_dispatch_doc_guardrail_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    # One call allowed, one blocked at tool_input, one tripped at tool_output.
+    assert printed_by("docs/dispatch.md", "guardrail(", capsys) == [
+        "{'sent': 'a@example.com'}",
+        "Tool call blocked by guardrail "
+        "{'guardrail': 'internal_mail_only', 'reason': 'external recipient x@evil.test'}",
+        "ERR_PRISM_GUARDRAIL_BLOCKED no_card_numbers card number in tool output",
+        "[('internal_mail_only', 'allow'), ('no_card_numbers', 'allow'), "
+        "('internal_mail_only', 'block'), ('internal_mail_only', 'allow'), "
+        "('no_card_numbers', 'tripwire')]",
+    ]
