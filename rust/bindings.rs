@@ -4,6 +4,7 @@
 // PyO3 extracts sequence arguments into owned `Vec`s; taking them by value is the binding's shape.
 #![allow(clippy::needless_pass_by_value)]
 
+use std::borrow::Cow;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyTypeError, PyValueError};
@@ -121,6 +122,31 @@ pub(crate) fn type_name(value: &Bound<'_, PyAny>) -> String {
         .map_or_else(|_| "object".to_owned(), |name| name.to_string())
 }
 
+/// A duplicate policy as given: a known one, or any other string (one holding a lone surrogate
+/// included, which is refused with the same `ValueError` rather than a `UnicodeEncodeError`).
+enum PolicyName {
+    Known(DuplicatePolicy),
+    Unknown,
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for PolicyName {
+    type Error = PyErr;
+
+    fn extract(value: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        let Ok(text) = value.cast::<PyString>() else {
+            return Err(PyTypeError::new_err(format!(
+                "duplicate must be \"replace\" or \"error\", got {}",
+                type_name(&value)
+            )));
+        };
+        Ok(match text.to_str() {
+            Ok("replace") => Self::Known(DuplicatePolicy::Replace),
+            Ok("error") => Self::Known(DuplicatePolicy::Error),
+            _ => Self::Unknown,
+        })
+    }
+}
+
 /// Insertion-ordered tool name table; the Python `ToolRegistry` keeps the definitions by slot.
 #[pyclass(frozen, module = "prism_tools._core", name = "Registry")]
 struct PyRegistry {
@@ -140,16 +166,15 @@ impl PyRegistry {
 #[pymethods]
 impl PyRegistry {
     #[new]
-    #[pyo3(signature = (duplicate = "replace"))]
-    fn new(duplicate: &str) -> PyResult<Self> {
-        let policy = match duplicate {
-            "replace" => DuplicatePolicy::Replace,
-            "error" => DuplicatePolicy::Error,
-            _ => {
-                return Err(PyValueError::new_err(
-                    "duplicate must be \"replace\" or \"error\"",
-                ));
-            }
+    #[pyo3(
+        signature = (duplicate = PolicyName::Known(DuplicatePolicy::Replace)),
+        text_signature = "(duplicate='replace')"
+    )]
+    fn new(duplicate: PolicyName) -> PyResult<Self> {
+        let PolicyName::Known(policy) = duplicate else {
+            return Err(PyValueError::new_err(
+                "duplicate must be \"replace\" or \"error\"",
+            ));
         };
         Ok(Self {
             inner: RwLock::new(Registry::new(policy)),
@@ -506,19 +531,41 @@ impl<'a, 'py> FromPyObject<'a, 'py> for PyBackedSecret {
     }
 }
 
-/// The UTF-8 bytes of a string that holds lone surrogates, each surrogate written as its three
-/// bytes ("surrogatepass"), so the string can be matched byte for byte and rebuilt exactly.
-fn surrogatepass_bytes<'py>(text: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyBytes>> {
+/// The UTF-8 bytes of a string, what it cannot spell handled by the codec error handler
+/// `errors`. Encoded by `str.encode` itself, called on the `str` type: a subclass's own `encode`
+/// never runs (one could hide a secret from the redactor).
+fn utf8_bytes<'py>(
+    text: &Bound<'py, PyString>,
+    errors: &Bound<'py, PyString>,
+) -> PyResult<Bound<'py, PyBytes>> {
     let py = text.py();
-    Ok(text
+    Ok(py
+        .get_type::<PyString>()
         .call_method1(
             pyo3::intern!(py, "encode"),
-            (
-                pyo3::intern!(py, "utf-8"),
-                pyo3::intern!(py, "surrogatepass"),
-            ),
+            (text, pyo3::intern!(py, "utf-8"), errors),
         )?
         .cast_into::<PyBytes>()?)
+}
+
+/// The UTF-8 bytes of a string that holds lone surrogates, each surrogate written as its three
+/// bytes ("surrogatepass"), so the string can be matched byte for byte and rebuilt exactly.
+pub(crate) fn surrogatepass_bytes<'py>(
+    text: &Bound<'py, PyString>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    utf8_bytes(text, pyo3::intern!(text.py(), "surrogatepass"))
+}
+
+/// The text of a string for a message: itself when it is Unicode text, else with each lone
+/// surrogate (which has no UTF-8 spelling) written as its escape, `\ud800`.
+pub(crate) fn message_text<'a>(text: &'a Bound<'_, PyString>) -> PyResult<Cow<'a, str>> {
+    if let Ok(text) = text.to_str() {
+        return Ok(Cow::Borrowed(text));
+    }
+    let escaped = utf8_bytes(text, pyo3::intern!(text.py(), "backslashreplace"))?;
+    Ok(Cow::Owned(
+        String::from_utf8_lossy(escaped.as_bytes()).into_owned(),
+    ))
 }
 
 /// The string `surrogatepass_bytes` was made from.

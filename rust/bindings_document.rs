@@ -9,10 +9,12 @@
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use crate::bindings::type_name;
+use crate::bindings_schema::wide_int_to_f64;
 use crate::document::{Document, Entry, Member, Text, index, same_text};
 
 /// A table keyed by short strings (names, paths, messages), hashed with foldhash.
@@ -146,7 +148,18 @@ pub(crate) fn schema_strings(
 pub(crate) enum Unreadable {
     TooDeep,
     TooMany,
-    NotJson { path: String, what: String },
+    NotJson {
+        path: String,
+        what: String,
+    },
+    /// What reading a value raised that is not an `Exception` (`KeyboardInterrupt`,
+    /// `SystemExit`): propagated, never read as bad arguments.
+    Interrupted(PyErr),
+    /// A read in place met a value whose reading makes Python objects (an `int` beyond `i64`):
+    /// any allocation may start a garbage collection whose finalizers change a dict being
+    /// iterated (which the `PyO3` dict iterator panics on), so the read starts again over copies
+    /// of every dict's items. Never returned by a read over copies, nor to a caller.
+    RunsPython,
 }
 
 fn not_json(what: impl Into<String>) -> Unreadable {
@@ -188,15 +201,19 @@ pub(crate) fn with_python_document<T>(
         holders: Vec::with_capacity(16),
         max_depth,
         max_nodes,
-        unusual_keys: false,
+        copies: false,
     };
-    reader.read(object, 0)?;
-    let PyReader {
-        doc,
-        holders,
-        unusual_keys,
-        ..
-    } = reader;
+    match reader.read(object, 0) {
+        Ok(_) => {}
+        Err(Unreadable::RunsPython) => {
+            reader.doc.clear();
+            reader.holders.clear();
+            reader.copies = true;
+            reader.read(object, 0)?;
+        }
+        Err(failure) => return Err(failure),
+    }
+    let PyReader { doc, holders, .. } = reader;
     let mut doc: Document<'_> = doc;
     // Every string was checked as UTF-8 while reading, so `to_str` cannot fail here.
     doc.held.extend(
@@ -204,7 +221,9 @@ pub(crate) fn with_python_document<T>(
             .iter()
             .map(|string| string.to_str().unwrap_or_default()),
     );
-    doc.finish(unusual_keys);
+    // No object repeats a key: a dict's exact `str` keys are unique texts, and a dict with a key
+    // of a `str` subclass is checked as it is read (`repeats_a_key`).
+    doc.finish(false);
     let result = then(&doc);
     doc.recycle();
     Ok(result)
@@ -215,9 +234,8 @@ struct PyReader<'py> {
     holders: Vec<Bound<'py, PyString>>,
     max_depth: usize,
     max_nodes: usize,
-    /// Keys of a `str` subclass may repeat a text (their own `__eq__`), so they need the check
-    /// that text keys always get.
-    unusual_keys: bool,
+    /// Whether dicts are read over copies of their items (see `Unreadable::RunsPython`).
+    copies: bool,
 }
 
 impl<'py> PyReader<'py> {
@@ -247,22 +265,12 @@ impl<'py> PyReader<'py> {
             if depth >= self.max_depth {
                 return Err(Unreadable::TooDeep);
             }
-            let mark = self.doc.open_object();
-            for (key, value) in dict.iter() {
-                let Ok(key) = key.cast::<PyString>() else {
-                    return Err(not_json(format!("a {} key", type_name(&key))));
-                };
-                self.unusual_keys |= !key.is_exact_instance_of::<PyString>();
-                let text = self.hold(key)?;
-                let value = self
-                    .read(&value, depth + 1)
-                    .map_err(|failure| under(key.to_str().unwrap_or_default(), failure))?;
-                self.doc.add_member(Member { key: text, value });
-            }
-            if self.doc.len() >= self.max_nodes {
-                return Err(Unreadable::TooMany);
-            }
-            return Ok(self.doc.close_object(mark));
+            return if self.copies {
+                let pairs: Vec<_> = dict.iter().collect();
+                self.read_members(pairs.into_iter(), depth)
+            } else {
+                self.read_members(dict.iter(), depth)
+            };
         }
         if let Ok(flag) = object.cast::<PyBool>() {
             return self.push(Entry::Bool(flag.is_true()));
@@ -271,14 +279,7 @@ impl<'py> PyReader<'py> {
             if let Ok(small) = object.extract::<i64>() {
                 return self.push(Entry::Int(small));
             }
-            if let Ok(large) = object.extract::<u64>() {
-                return self.push(Entry::UInt(large));
-            }
-            // Beyond 64 bits: validated by magnitude, as a float keeps integer-ness.
-            return match object.extract::<f64>() {
-                Ok(approximate) if approximate.is_finite() => self.push(Entry::Float(approximate)),
-                _ => Err(not_json("an integer too large for JSON numbers")),
-            };
+            return self.read_wide_int(object);
         }
         if let Ok(float) = object.cast::<PyFloat>() {
             let value = float.value();
@@ -297,6 +298,78 @@ impl<'py> PyReader<'py> {
             return self.read_sequence(tuple.iter(), depth);
         }
         Err(not_json(format!("a {}", type_name(object))))
+    }
+
+    /// The members of a dict, from its `(key, value)` pairs (read in place or copied).
+    fn read_members(
+        &mut self,
+        pairs: impl Iterator<Item = (Bound<'py, PyAny>, Bound<'py, PyAny>)>,
+        depth: usize,
+    ) -> Result<u32, Unreadable> {
+        let mark = self.doc.open_object();
+        let mut unusual_keys = false;
+        for (key, value) in pairs {
+            let Ok(key) = key.cast::<PyString>() else {
+                return Err(not_json(format!("a {} key", type_name(&key))));
+            };
+            unusual_keys |= !key.is_exact_instance_of::<PyString>();
+            let text = self.hold(key)?;
+            let value = self
+                .read(&value, depth + 1)
+                .map_err(|failure| under(key.to_str().unwrap_or_default(), failure))?;
+            self.doc.add_member(Member { key: text, value });
+        }
+        // Keys of a `str` subclass may repeat a text (their own `__hash__` and `__eq__`): the
+        // tool would read one value and the validator check another, so such a dict is not JSON.
+        if unusual_keys && self.repeats_a_key(mark) {
+            return Err(not_json(
+                "two keys with the same text (one of a str subclass)",
+            ));
+        }
+        if self.doc.len() >= self.max_nodes {
+            return Err(Unreadable::TooMany);
+        }
+        Ok(self.doc.close_object(mark))
+    }
+
+    /// Whether two members of the object open at `mark` have the same key text.
+    #[cold]
+    fn repeats_a_key(&self, mark: usize) -> bool {
+        let mut keys: Vec<&str> = self
+            .doc
+            .open_members(mark)
+            .iter()
+            .map(|member| match member.key {
+                Text::Held(at) => self.holders[at as usize].to_str().unwrap_or_default(),
+                // The reader holds every key it reads.
+                Text::Source(text) => text,
+                Text::Decoded { .. } => "",
+            })
+            .collect();
+        keys.sort_unstable();
+        keys.windows(2).any(|pair| pair[0] == pair[1])
+    }
+
+    /// An `int` beyond `i64` (see `Unreadable::RunsPython`): kept out of line, as it is rare.
+    /// Beyond 64 bits it is validated by magnitude, as a float keeps integer-ness, read through
+    /// `int`'s own conversion: a subclass's `__float__` never runs.
+    #[cold]
+    #[inline(never)]
+    fn read_wide_int(&mut self, object: &Bound<'py, PyAny>) -> Result<u32, Unreadable> {
+        if !self.copies {
+            return Err(Unreadable::RunsPython);
+        }
+        if let Ok(large) = object.extract::<u64>() {
+            return self.push(Entry::UInt(large));
+        }
+        match wide_int_to_f64(object) {
+            Ok(approximate) if approximate.is_finite() => self.push(Entry::Float(approximate)),
+            Ok(_) => Err(not_json("an integer too large for JSON numbers")),
+            Err(err) if err.is_instance_of::<PyException>(object.py()) => {
+                Err(not_json("an integer too large for JSON numbers"))
+            }
+            Err(err) => Err(Unreadable::Interrupted(err)),
+        }
     }
 
     fn read_sequence(

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use ahash::AHashMap;
 
-use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyException, PyOverflowError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
@@ -23,7 +23,7 @@ use serde_json::{Map, Number, Value};
 
 use pyo3::sync::PyOnceLock;
 
-use crate::bindings::{ArgumentsError, SchemaGuardError, type_name};
+use crate::bindings::{ArgumentsError, SchemaGuardError, message_text, type_name};
 use crate::bindings_document::{
     KeyTable, SchemaStrings, StrMap, Unreadable, build, key_table, schema_strings,
     with_python_document,
@@ -58,6 +58,84 @@ enum Conversion {
     /// What a mapping raised that is not an `Exception` (`KeyboardInterrupt`, `SystemExit`):
     /// propagated, never read as a bad schema.
     Interrupted(PyErr),
+    /// The schema written out is already larger than `SchemaBudget` allows (dicts shared between
+    /// places, as YAML aliases make them, are written out once per place).
+    TooLarge {
+        at_least: usize,
+    },
+}
+
+/// What `to_value` may still write: a lower bound on the canonical bytes of the schema built so
+/// far (the compact JSON the byte guard measures: every string with its quotes, every member
+/// with its key, quotes, colon and comma, every value at least one byte), so a schema of shared
+/// dicts cannot expand far past `max_schema_bytes` before the guards run. A schema the byte
+/// guard passes never runs out: the budget is `SCHEMA_BUDGET_SLACK` times the limit, and what a
+/// schema spends is at most its canonical size. Up to that, the byte guard refuses a larger
+/// schema with its exact size.
+struct SchemaBudget {
+    left: usize,
+    limit: usize,
+}
+
+/// A schema may be this many times `max_schema_bytes` before `to_value` stops writing it out.
+const SCHEMA_BUDGET_SLACK: usize = 2;
+
+impl SchemaBudget {
+    fn new(max_schema_bytes: usize) -> Self {
+        let limit = max_schema_bytes.saturating_mul(SCHEMA_BUDGET_SLACK);
+        Self { left: limit, limit }
+    }
+
+    #[inline]
+    fn spend(&mut self, bytes: usize) -> Result<(), Conversion> {
+        match self.left.checked_sub(bytes) {
+            Some(left) => {
+                self.left = left;
+                Ok(())
+            }
+            None => Err(Conversion::TooLarge {
+                at_least: self.limit.saturating_add(1),
+            }),
+        }
+    }
+
+    /// Gives back what a value replaced by a repeated key spent (`spent_on` of it, as charged).
+    #[cold]
+    fn refund(&mut self, bytes: usize) {
+        self.left = self.left.saturating_add(bytes).min(self.limit);
+    }
+}
+
+/// What `to_value` spent on `value` (a member's key, quotes, colon and comma not included).
+fn spent_on(value: &Value) -> usize {
+    match value {
+        Value::Null | Value::Bool(_) => 4,
+        Value::Number(_) => 1,
+        Value::String(text) => text.len() + 2,
+        Value::Array(items) => 1 + items.iter().map(|item| 1 + spent_on(item)).sum::<usize>(),
+        Value::Object(map) => {
+            1 + map
+                .iter()
+                .map(|(key, item)| key.len() + 4 + spent_on(item))
+                .sum::<usize>()
+        }
+    }
+}
+
+/// An `int` (or a subclass's value) beyond 64 bits as the nearest float, infinity when it is too
+/// large for one. Read through `int.__float__` itself, called on the `int` type: a subclass's own
+/// `__float__` never runs. The call allocates, and an allocation may start a garbage collection
+/// whose finalizers run Python code: never call this while a dict is iterated in place.
+pub(crate) fn wide_int_to_f64(object: &Bound<'_, PyAny>) -> PyResult<f64> {
+    let py = object.py();
+    match py
+        .get_type::<PyInt>()
+        .call_method1(intern!(py, "__float__"), (object,))
+    {
+        Ok(float) => float.extract::<f64>(),
+        Err(err) if err.is_instance_of::<PyOverflowError>(py) => Ok(f64::INFINITY),
+        Err(err) => Err(err),
+    }
 }
 
 /// How `to_value` walks dicts: in place (no Python code runs during the walk), or over copies
@@ -78,52 +156,41 @@ fn arguments_error(message: String, reason: &str) -> PyErr {
 
 /// Converts plain Python JSON data (dict with str keys, list, tuple, str, int, float, bool,
 /// None) into a `Value`, refusing anything deeper than `max_depth` containers.
+/// Spends from `budget` as it goes (see `SchemaBudget`).
 fn to_value(
     object: &Bound<'_, PyAny>,
     depth: usize,
     max_depth: usize,
     path: &mut String,
     walk: Walk,
+    budget: &mut SchemaBudget,
 ) -> Result<Value, Conversion> {
     if let Ok(text) = object.cast::<PyString>() {
-        return text
-            .to_str()
-            .map(|text| Value::String(text.to_owned()))
-            .map_err(|_| Conversion::NotJson {
-                path: path.clone(),
-                what: "a string with a lone surrogate".into(),
-            });
+        let text = text.to_str().map_err(|_| Conversion::NotJson {
+            path: path.clone(),
+            what: "a string with a lone surrogate".into(),
+        })?;
+        budget.spend(text.len() + 2)?;
+        return Ok(Value::String(text.to_owned()));
     }
     if object.is_none() {
+        budget.spend(4)?;
         return Ok(Value::Null);
     }
     if let Ok(flag) = object.cast::<PyBool>() {
+        budget.spend(4)?;
         return Ok(Value::Bool(flag.is_true()));
     }
     if object.cast::<PyInt>().is_ok() {
         if let Ok(small) = object.extract::<i64>() {
+            budget.spend(1)?;
             return Ok(Value::Number(small.into()));
         }
-        if let Ok(large) = object.extract::<u64>() {
-            return Ok(Value::Number(large.into()));
-        }
-        // Beyond 64 bits: validate by magnitude (a float keeps integer-ness for `type: integer`).
-        // Read through `int.__float__` itself: a subclass's own `__float__` would run Python
-        // code in the middle of the walk (see `Walk`). Too large for a float: infinity.
-        let approximate = object
-            .py()
-            .get_type::<PyInt>()
-            .call_method1("__float__", (object,))
-            .and_then(|float| float.extract::<f64>())
-            .unwrap_or(f64::INFINITY);
-        return Number::from_f64(approximate)
-            .map(Value::Number)
-            .ok_or_else(|| Conversion::NotJson {
-                path: path.clone(),
-                what: "an integer too large for JSON numbers".into(),
-            });
+        budget.spend(1)?;
+        return wide_int_value(object, path, walk);
     }
     if let Ok(float) = object.cast::<PyFloat>() {
+        budget.spend(1)?;
         return Number::from_f64(float.value())
             .map(Value::Number)
             .ok_or_else(|| Conversion::NotJson {
@@ -136,10 +203,10 @@ fn to_value(
     }
     if let Ok(dict) = object.cast::<PyDict>() {
         return match walk {
-            Walk::InPlace => object_value(dict.iter(), depth, max_depth, path, walk),
+            Walk::InPlace => object_value(dict.iter(), depth, max_depth, path, walk, budget),
             Walk::Copies => {
                 let pairs: Vec<_> = dict.iter().collect();
-                object_value(pairs.into_iter(), depth, max_depth, path, walk)
+                object_value(pairs.into_iter(), depth, max_depth, path, walk, budget)
             }
         };
     }
@@ -172,21 +239,50 @@ fn to_value(
                     Conversion::Interrupted(err)
                 }
             })?;
-        return object_value(pairs.into_iter(), depth, max_depth, path, walk);
+        return object_value(pairs.into_iter(), depth, max_depth, path, walk, budget);
     } else {
         return Err(Conversion::NotJson {
             path: path.clone(),
             what: format!("a {}", type_name(object)),
         });
     };
+    // The brackets and a comma per element (one more than there are: a lower bound, not a count).
+    budget.spend(1 + items.len())?;
     let mut array = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
         path.push('/');
         path.push_str(&index.to_string());
-        array.push(to_value(item, depth + 1, max_depth, path, walk)?);
+        array.push(to_value(item, depth + 1, max_depth, path, walk, budget)?);
         path.truncate(base);
     }
     Ok(Value::Array(array))
+}
+
+/// `to_value` of an `int` beyond `i64`. Rare, so kept out of line. A walk in place stops here
+/// (`Conversion::RunsPython`): the failed conversion to `i64` made an exception object, and
+/// reading the value makes more objects, and any allocation may start a garbage collection whose
+/// finalizers change a dict the walk is iterating.
+#[cold]
+#[inline(never)]
+fn wide_int_value(object: &Bound<'_, PyAny>, path: &str, walk: Walk) -> Result<Value, Conversion> {
+    if let Walk::InPlace = walk {
+        return Err(Conversion::RunsPython);
+    }
+    if let Ok(large) = object.extract::<u64>() {
+        return Ok(Value::Number(large.into()));
+    }
+    // Beyond 64 bits: validate by magnitude (a float keeps integer-ness for `type: integer`).
+    let too_large = || Conversion::NotJson {
+        path: path.to_owned(),
+        what: "an integer too large for JSON numbers".into(),
+    };
+    match wide_int_to_f64(object) {
+        Ok(approximate) => Number::from_f64(approximate)
+            .map(Value::Number)
+            .ok_or_else(too_large),
+        Err(err) if err.is_instance_of::<PyException>(object.py()) => Err(too_large()),
+        Err(err) => Err(Conversion::Interrupted(err)),
+    }
 }
 
 /// Whether `object` is a `collections.abc.Mapping`. Asked of Python directly, not through
@@ -217,9 +313,12 @@ fn object_value<'py>(
     max_depth: usize,
     path: &mut String,
     walk: Walk,
+    budget: &mut SchemaBudget,
 ) -> Result<Value, Conversion> {
     let base = path.len();
     let mut map = Map::new();
+    // The braces (one of them: a member's comma is counted with it, and the last has none).
+    budget.spend(1)?;
     for (key, item) in pairs {
         let Ok(key) = key.cast::<PyString>() else {
             return Err(Conversion::NotJson {
@@ -237,9 +336,15 @@ fn object_value<'py>(
         } else {
             path.push_str(key);
         }
-        let value = to_value(&item, depth + 1, max_depth, path, walk)?;
+        // The key, its quotes, the colon and a comma.
+        budget.spend(key.len() + 4)?;
+        let value = to_value(&item, depth + 1, max_depth, path, walk, budget)?;
         path.truncate(base);
-        map.insert(key.to_owned(), value);
+        // Only keys of a `str` subclass with its own equality repeat a text: the value replaced
+        // is not written out, so what it spent is given back.
+        if let Some(replaced) = map.insert(key.to_owned(), value) {
+            budget.refund(key.len() + 4 + spent_on(&replaced));
+        }
     }
     Ok(Value::Object(map))
 }
@@ -427,9 +532,15 @@ impl PySchemaValidator {
     }
 }
 
-/// The single issue that stands for arguments the reader refused.
-fn unreadable_issue(failure: Unreadable, limits: &Limits) -> (Vec<Issue>, usize) {
+/// The single issue that stands for arguments the reader refused; an interrupt propagates.
+fn unreadable_issue(failure: Unreadable, limits: &Limits) -> PyResult<(Vec<Issue>, usize)> {
     let (keyword, message) = match failure {
+        Unreadable::Interrupted(err) => return Err(err),
+        // Never returned to a caller (the reader starts again over copies); kept honest anyway.
+        Unreadable::RunsPython => (
+            "json",
+            "arguments are not JSON: they changed while they were read".to_owned(),
+        ),
         Unreadable::TooDeep => (
             "max_argument_depth",
             GuardViolation::ArgumentsTooDeep {
@@ -459,7 +570,7 @@ fn unreadable_issue(failure: Unreadable, limits: &Limits) -> (Vec<Issue>, usize)
         message,
         fixed: false,
     };
-    (vec![issue], 1)
+    Ok((vec![issue], 1))
 }
 
 /// Validates Python arguments: read into a document (depth and size bounded), then checked.
@@ -468,14 +579,14 @@ fn validate_python(
     instance: &Bound<'_, PyAny>,
     limits: &Limits,
     max_issues: usize,
-) -> (Vec<Issue>, usize) {
+) -> PyResult<(Vec<Issue>, usize)> {
     let checked = with_python_document(
         instance,
         limits.max_argument_depth,
         limits.max_argument_bytes,
         |doc| collect_issues(&entry.validator, doc.root(), max_issues),
     );
-    checked.unwrap_or_else(|failure| unreadable_issue(failure, limits))
+    checked.or_else(|failure| unreadable_issue(failure, limits))
 }
 
 /// Argument or schema text as a parser source: a `str` (known UTF-8) or `bytes`. A `str` that
@@ -624,16 +735,24 @@ impl PySchemaValidator {
                 .map_err(|err| invalid_json_schema(err.to_string()))?
         } else {
             let mut path = String::new();
-            let converted = match to_value(schema, 0, CONVERSION_DEPTH, &mut path, Walk::InPlace) {
-                Err(Conversion::RunsPython) => {
-                    path.clear();
-                    to_value(schema, 0, CONVERSION_DEPTH, &mut path, Walk::Copies)
-                }
+            let mut convert = |walk| {
+                let mut budget = SchemaBudget::new(limits.max_schema_bytes);
+                path.clear();
+                to_value(schema, 0, CONVERSION_DEPTH, &mut path, walk, &mut budget)
+            };
+            let converted = match convert(Walk::InPlace) {
+                Err(Conversion::RunsPython) => convert(Walk::Copies),
                 other => other,
             };
             match converted {
                 Ok(value) => value,
                 Err(Conversion::Interrupted(err)) => return Err(err),
+                Err(Conversion::TooLarge { at_least }) => {
+                    return Err(guard_error(&GuardViolation::SchemaTooLargeAtLeast {
+                        bytes: at_least,
+                        limit: limits.max_schema_bytes,
+                    }));
+                }
                 // Not returned by a walk over copies; read as a schema that changed meanwhile.
                 Err(Conversion::RunsPython) => {
                     return Err(guard_error(&GuardViolation::InvalidSchema {
@@ -721,7 +840,7 @@ impl PySchemaValidator {
     ) -> PyResult<Option<Found>> {
         self.with_compiled(schema, |compiled| {
             compiled.get().validate(instance, max_issues)
-        })
+        })?
     }
 
     /// `CompiledSchema.parse_and_validate` of the compiled schema of `schema`, in one call.
@@ -921,15 +1040,15 @@ impl PyCompiledSchema {
 impl PyCompiledSchema {
     /// Issues of `instance` and their count, validated in place; None when it is valid.
     #[pyo3(signature = (instance, max_issues = 64))]
-    fn validate(&self, instance: &Bound<'_, PyAny>, max_issues: usize) -> Option<Found> {
+    fn validate(&self, instance: &Bound<'_, PyAny>, max_issues: usize) -> PyResult<Option<Found>> {
         let found = issues_to_python(validate_python(
             &self.entry,
             instance,
             &self.limits,
             max_issues,
-        ));
+        )?);
         // None for valid: the common answer costs no list and no tuple.
-        (found.1 > 0).then_some(found)
+        Ok((found.1 > 0).then_some(found))
     }
 
     /// Parses argument text (guards first) into a document, validates it and builds the dict from
@@ -965,7 +1084,7 @@ impl PyCompiledSchema {
         max_message_bytes: usize,
         max_issues: usize,
     ) -> PyResult<Option<Report<'py>>> {
-        let found = validate_python(&self.entry, instance, &self.limits, max_issues);
+        let found = validate_python(&self.entry, instance, &self.limits, max_issues)?;
         self.report_of(py, tool_name, &found, max_message_bytes)
     }
 
@@ -1106,22 +1225,38 @@ fn report_of<'py>(
 }
 
 /// The `ErrorInfo` a model sees for `issues` (`total` in all) of tool `tool_name`.
+/// The texts come from any adapter (a message may quote the model's value): a lone surrogate,
+/// which has no UTF-8 spelling, is written as its escape (`message_text`).
 #[pyfunction]
 #[pyo3(signature = (tool_name, issues, total, max_message_bytes = 1024))]
 pub(crate) fn format_issue_report<'py>(
     py: Python<'py>,
-    tool_name: &str,
-    issues: Vec<(String, String, String)>,
+    tool_name: &Bound<'py, PyString>,
+    issues: Vec<(
+        Bound<'py, PyString>,
+        Bound<'py, PyString>,
+        Bound<'py, PyString>,
+    )>,
     total: usize,
     max_message_bytes: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let borrowed: Vec<IssueText<'_>> = issues
+    let texts = issues
         .iter()
-        .map(|(path, keyword, message)| (path.as_str(), keyword.as_str(), message.as_str(), false))
+        .map(|(path, keyword, message)| {
+            Ok([
+                message_text(path)?,
+                message_text(keyword)?,
+                message_text(message)?,
+            ])
+        })
+        .collect::<PyResult<Vec<[Cow<'_, str>; 3]>>>()?;
+    let borrowed: Vec<IssueText<'_>> = texts
+        .iter()
+        .map(|[path, keyword, message]| (&**path, &**keyword, &**message, false))
         .collect();
     let report = report(
         py,
-        tool_name,
+        &message_text(tool_name)?,
         &borrowed,
         total,
         max_message_bytes,

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
 use pyo3::types::{PyInt, PyList, PyString, PyTuple};
 
-use crate::bindings::{PrismError, type_name};
+use crate::bindings::{PrismError, surrogatepass_bytes, type_name};
 use crate::search::{
     DEFAULT_MAX_INDEXED, DEFAULT_MAX_QUERY_BYTES, DEFAULT_TOP_K, MAX_INDEXED_CEILING,
     MAX_QUERY_BYTES_CEILING, MAX_TOP_K, SearchError, SearchIndex,
@@ -160,6 +160,24 @@ fn string_attribute<'py>(
     })
 }
 
+impl PyToolSearchIndex {
+    /// `__contains__` of a name holding a lone surrogate: it equals only a name that does too,
+    /// compared by their "surrogatepass" bytes, which spell every code point apart.
+    #[cold]
+    fn contains_unpaired(&self, py: Python<'_>, name: &Bound<'_, PyString>) -> PyResult<bool> {
+        let wanted = surrogatepass_bytes(name)?;
+        for known in &self.names {
+            let known = known.bind(py);
+            if known.to_str().is_err()
+                && surrogatepass_bytes(known)?.as_bytes() == wanted.as_bytes()
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
 #[pymethods]
 impl PyToolSearchIndex {
     #[new]
@@ -268,15 +286,20 @@ impl PyToolSearchIndex {
         self.index.len()
     }
 
-    fn __contains__(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> bool {
+    fn __contains__(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<bool> {
         let Ok(name) = name.cast::<PyString>() else {
-            return false;
+            return Ok(false);
         };
-        // Python's own string equality: a lossy conversion would take "get\ud800" for the
+        // Compared by text here, never by a `str` subclass's own `__eq__` (which could raise an
+        // interrupt, or lie). Exact: a lossy conversion would take "get\ud800" for the
         // "get\ufffd" of another tool.
-        self.names
+        let Ok(text) = name.to_str() else {
+            return self.contains_unpaired(py, name);
+        };
+        Ok(self
+            .names
             .iter()
-            .any(|known| known.bind(py).as_any().eq(name).unwrap_or(false))
+            .any(|known| known.bind(py).to_str().is_ok_and(|known| known == text)))
     }
 
     fn __repr__(&self) -> String {

@@ -276,6 +276,11 @@ impl<'s> Document<'s> {
         self.rare.open_elements.len()
     }
 
+    /// The members added to the object open at `mark` so far.
+    pub fn open_members(&self, mark: usize) -> &[Member<'s>] {
+        &self.open_members[mark..]
+    }
+
     pub fn add_member(&mut self, member: Member<'s>) {
         self.open_members.push(member);
     }

@@ -134,6 +134,7 @@ pub enum GuardViolation {
     ArgumentsTooLarge { bytes: usize, limit: usize },
     ArgumentsTooDeep { limit: usize },
     SchemaTooLarge { bytes: usize, limit: usize },
+    SchemaTooLargeAtLeast { bytes: usize, limit: usize },
     SchemaTooDeep { limit: usize, path: String },
     TooManyKeywords { limit: usize },
     TooManyRefs { limit: usize },
@@ -152,7 +153,7 @@ impl GuardViolation {
         match self {
             Self::ArgumentsTooLarge { .. } => "arguments_too_large",
             Self::ArgumentsTooDeep { .. } => "arguments_too_deep",
-            Self::SchemaTooLarge { .. } => "schema_too_large",
+            Self::SchemaTooLarge { .. } | Self::SchemaTooLargeAtLeast { .. } => "schema_too_large",
             Self::SchemaTooDeep { .. } => "schema_too_deep",
             Self::TooManyKeywords { .. } => "schema_too_many_keywords",
             Self::TooManyRefs { .. } => "schema_too_many_refs",
@@ -196,6 +197,15 @@ impl fmt::Display for GuardViolation {
                 write!(
                     f,
                     "schema is {bytes} bytes, more than max_schema_bytes={limit}"
+                )
+            }
+            // A schema given as Python objects, written out until it passed `bytes` (its exact
+            // size is not known): dicts shared between places, as YAML aliases make them, are
+            // written out once per place.
+            Self::SchemaTooLargeAtLeast { bytes, limit } => {
+                write!(
+                    f,
+                    "schema is at least {bytes} bytes, more than max_schema_bytes={limit}"
                 )
             }
             Self::SchemaTooDeep { limit, path } => {

@@ -14,7 +14,7 @@
 
 use std::fmt::Write as _;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
 /// Most secrets one matcher takes; beyond this a host should rotate, not list.
 pub const MAX_SECRETS: usize = 65_536;
@@ -71,12 +71,20 @@ pub fn json_escape(text: &str) -> String {
     out
 }
 
+/// Total secret bytes up to which the matcher may be a DFA (the fastest to scan with). Past it
+/// the DFA's build grows with the square of a long, repetitive secret (seconds for one of 64
+/// KiB), so the contiguous NFA, built in linear time, is used instead.
+const DFA_MAX_PATTERN_BYTES: usize = 4096;
+
 fn build(patterns: &[Vec<u8>]) -> Result<Option<AhoCorasick>, MatcherError> {
     if patterns.is_empty() {
         return Ok(None);
     }
+    let total: usize = patterns.iter().map(Vec::len).sum();
+    let kind = (total > DFA_MAX_PATTERN_BYTES).then_some(AhoCorasickKind::ContiguousNFA);
     AhoCorasickBuilder::new()
         .match_kind(MatchKind::LeftmostLongest)
+        .kind(kind)
         .build(patterns)
         .map(Some)
         .map_err(|err| MatcherError::Automaton(err.to_string()))
@@ -107,7 +115,8 @@ impl SecretMatcher {
             raw.iter()
                 .filter_map(|secret| std::str::from_utf8(secret).ok())
                 .map(|secret| json_escape(secret).into_bytes())
-                .filter(|escaped| !raw.contains(escaped)),
+                // `raw` is sorted: a binary search keeps many secrets from costing n².
+                .filter(|escaped| raw.binary_search(escaped).is_err()),
         );
         Ok(Self {
             raw: build(&raw)?,
@@ -224,6 +233,32 @@ mod tests {
         assert_eq!(
             SecretMatcher::new(&[long], "*").unwrap_err(),
             MatcherError::SecretTooLong
+        );
+    }
+
+    #[test]
+    fn past_the_dfa_budget_the_matcher_finds_the_same_secrets() {
+        // A long, repetitive secret (the DFA's worst build) and a short one inside it: the NFA
+        // chosen past DFA_MAX_PATTERN_BYTES keeps leftmost-longest matching and JSON spellings.
+        let long = "ab".repeat(30_000);
+        assert!(long.len() > DFA_MAX_PATTERN_BYTES);
+        let matcher = SecretMatcher::new(&[long.as_str(), "abab", "q\"z"], "*").unwrap();
+        assert_eq!(
+            matcher.replace(&format!("x{long}y ababa q\"z")).as_deref(),
+            Some("x*y *a *")
+        );
+        assert!(matcher.contains_json(br#"{"k":"q\"z"}"#));
+    }
+
+    #[test]
+    fn many_secrets_keep_their_json_spellings() {
+        let secrets: Vec<String> = (0..20_000).map(|n| format!("key-{n:05}\"x")).collect();
+        let matcher = SecretMatcher::new(&secrets, "*").unwrap();
+        assert_eq!(matcher.len(), 20_000);
+        assert!(matcher.contains_json(br#"["key-19999\"x"]"#));
+        assert_eq!(
+            matcher.replace("a key-00042\"x b").as_deref(),
+            Some("a * b")
         );
     }
 

@@ -459,6 +459,26 @@ async def test_a_run_option_of_the_wrong_kind_is_refused_before_the_run(
     assert session.messages == []
 
 
+def test_approval_with_bounded_revise_tool_calls_is_refused_when_the_agent_is_built() -> None:
+    # Every run of such an agent would raise: the mistake is the agent's, and shows at once.
+    loop = {
+        "strategy": "generate-validate-revise",
+        "tool_calls": "bounded",
+        "validator": lambda candidate: [],
+    }
+    with pytest.raises(TypeError, match="interrupt_before_tool works with the single-shot loop"):
+        create_agent(
+            model=MODEL,
+            provider=ScriptedProvider([]),
+            tools=[],
+            loop=loop,
+            interrupt_before_tool=True,
+        )
+    # Either alone is fine.
+    create_agent(model=MODEL, provider=ScriptedProvider([]), tools=[], loop=loop)
+    create_agent(model=MODEL, provider=ScriptedProvider([]), tools=[], interrupt_before_tool=True)
+
+
 def test_the_runtime_is_exported_from_the_package() -> None:
     for name in ("create_agent", "AgentRunError", "Session", "SessionBusyError", "Skill"):
         assert getattr(prism_tools, name) is getattr(prism_tools.agent, name)

@@ -384,6 +384,7 @@ class Agent:
         self.allow_hidden_tool_calls = bool(allow_hidden_tool_calls)
         self.effect_store = effect_store
         self.interrupt_before_tool = bool(interrupt_before_tool)
+        _check_interrupt_loop(self.interrupt_before_tool, self.loop)
         if checkpoints is not None and not isinstance(checkpoints, CheckpointStore):
             raise TypeError("checkpoints must have save, replace, load and delete methods")
         self.checkpoints = checkpoints
@@ -915,6 +916,17 @@ def _given(**options: Any) -> dict[str, Any]:
     return {name: value for name, value in options.items() if value is not None}
 
 
+def _check_interrupt_loop(interrupt: bool, loop: LoopOptions) -> None:
+    """Approval suspends single-shot tool rounds; the generate-validate-revise loop's bounded
+    tool calls cannot wait for it (a ``TypeError``, at ``create_agent`` when both are the
+    agent's, else when the run starts)."""
+    if interrupt and loop.strategy != "single-shot" and loop.tool_calls == "bounded":
+        raise TypeError(
+            "interrupt_before_tool works with the single-shot loop and with "
+            "generate-validate-revise without tool calls"
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class _ScopeOptions:
     """A run's own scoping options (None: the agent's)."""
@@ -986,11 +998,7 @@ class _Run:
         resume: _Resume | None = None,
     ) -> None:
         agent = session.agent
-        if interrupt and loop.strategy != "single-shot" and loop.tool_calls == "bounded":
-            raise TypeError(
-                "interrupt_before_tool works with the single-shot loop and with "
-                "generate-validate-revise without tool calls"
-            )
+        _check_interrupt_loop(interrupt, loop)
         self.interrupt = interrupt
         self.resume = resume
         self.sticky: dict[str, StickyRule] = (
