@@ -168,6 +168,30 @@ def test_thousands_of_keys_redacting_alike_all_survive_in_order() -> None:
     assert list(out)[-1] == "key:[REDACTED]__3000"
 
 
+def test_repeated_and_empty_secrets_do_not_count_toward_the_limit() -> None:
+    redactor = create_secret_redactor(["abc"] * 70_000 + [""] * 10)
+    assert len(redactor) == 1
+    assert redactor.redact("x abc y") == "x [REDACTED] y"
+
+
+@pytest.mark.parametrize(
+    ("secrets", "message"),
+    [
+        ([f"s{n}" for n in range(65_537)], "at most 65536 secrets are accepted"),
+        (
+            [f"\u00e9{n}" for n in range(40_000)],
+            "40000 secrets make 160000 with the escaped spellings",
+        ),
+        (["\x01" * 20_000], "a secret is longer than 65536 bytes once escaped"),
+        (["x" * 65_537], "a secret is longer than 65536 bytes"),
+    ],
+    ids=["too-many", "too-many-spelled", "too-long-spelled", "too-long"],
+)
+def test_a_refusal_by_the_secret_limits_says_what_counted(secrets: list[str], message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        create_secret_redactor(secrets)
+
+
 def test_a_redacted_key_colliding_with_an_existing_key_keeps_both() -> None:
     redactor = create_secret_redactor([SECRET])
     out = redactor.redact({"[REDACTED]": "existing", SECRET: "from secret"})

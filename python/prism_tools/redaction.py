@@ -33,13 +33,18 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from typing import Any, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 from prism_tools import _json
 from prism_tools._core import SecretMatcher
 from prism_tools.types import ToolCallRecord
 
 T = TypeVar("T")
+
+MAX_SECRETS: Final = 65_536
+"""Most secrets (and escaped spellings of them) one redactor takes: the core's limit."""
+MAX_SECRET_BYTES: Final = 65_536
+"""Longest secret (or escaped spelling of one) in UTF-8 bytes: the core's limit."""
 
 DEFAULT_REPLACEMENT = "[REDACTED]"
 DEFAULT_MAX_DEPTH = 32
@@ -88,14 +93,45 @@ def secret_spellings(secret: str) -> set[str]:
     return spelled
 
 
-def _with_spellings(secrets: tuple[str, ...]) -> tuple[str, ...]:
-    """The secrets, then every other spelling of them (what is not a string is left for the
-    core to refuse)."""
+def _with_spellings(secrets: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """The distinct non-empty secrets (what is not a string kept for the core to refuse), and
+    every other spelling of them. Repeats and empty strings are dropped here, so they do not
+    count toward the core's limit on the number of secrets."""
+    kept: list[str] = []
+    seen: set[str] = set()
     spelled: set[str] = set()
     for secret in secrets:
-        if isinstance(secret, str) and secret:
+        if isinstance(secret, str):
+            text = str.__str__(secret)  # the characters, whatever a subclass's hash says
+            if not text or text in seen:
+                continue
+            seen.add(text)
             spelled |= secret_spellings(secret)
-    return secrets + tuple(spelled)  # the core merges repeats
+        kept.append(secret)
+    return kept, [spelling for spelling in spelled if spelling not in seen]
+
+
+def _matcher(given: tuple[str, ...], replacement: str) -> SecretMatcher:
+    """The core's matcher for ``given`` and their spellings. Its limits count the spellings
+    too: a refusal that only they caused says so, rather than blame the secrets as given."""
+    kept, spellings = _with_spellings(given)
+    try:
+        return SecretMatcher((*kept, *spellings), replacement=replacement)
+    except ValueError as err:
+        text = str(err)
+    if "secrets are accepted" in text and len(kept) <= MAX_SECRETS:
+        text = (
+            f"{len(kept)} secrets make {len(kept) + len(spellings)} with the escaped spellings "
+            f"the redactor also looks for (JSON, repr, bytes); at most {MAX_SECRETS} are accepted"
+        )
+    elif "longer than" in text and all(
+        len(secret.encode("utf-8", "surrogatepass")) <= MAX_SECRET_BYTES for secret in kept
+    ):
+        text = (
+            f"a secret is longer than {MAX_SECRET_BYTES} bytes once escaped (the redactor "
+            "also looks for its JSON, repr and bytes spellings)"
+        )
+    raise ValueError(text)
 
 
 def _secret_tuple(secrets: Iterable[str]) -> tuple[str, ...]:
@@ -130,7 +166,7 @@ class SecretRedactor:
         if not isinstance(replacement, str):
             raise TypeError("replacement must be a string")
         given = _secret_tuple(secrets)
-        self._matcher = SecretMatcher(_with_spellings(given), replacement=replacement)
+        self._matcher = _matcher(given, replacement)
         # The core took them, so every one is a string.
         self._count = len({str(secret) for secret in given if secret})
         self.max_depth = max_depth
