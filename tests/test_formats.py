@@ -22,11 +22,14 @@ from prism_tools import (
     ToolDefinition,
     ToolExecutionContext,
     UnknownToolError,
+    _json,
     check_catalog,
     check_schema,
     create_tool_registry,
     dispatch_tool_call,
+    formats,
 )
+from prism_tools.effects import EFFECT_KINDS, IDEMPOTENCY, ToolEffect
 from prism_tools.errors import PrismError
 from prism_tools.formats import (
     CATALOG_FORMATS,
@@ -55,6 +58,11 @@ from prism_tools.formats import (
 
 CATALOGS = Path(__file__).parent / "data" / "catalogs"
 EMPTY = {"type": "object", "properties": {}}
+EFFECT_SHAPE = (
+    '\'effect\' must be an object {"kind", "idempotency"}: kind one of none, local_mutation, '
+    "external_mutation; idempotency one of none, optional, required, tool_managed, unsupported "
+    "(none when kind is none)"
+)
 
 WEATHER = {
     "type": "object",
@@ -289,6 +297,49 @@ def test_plain_keeps_kind_exclusive_metadata_and_unknown_keys() -> None:
     assert to_plain_catalog([loaded]) == [odd]
 
 
+def test_plain_keeps_the_effect_and_the_reloaded_tool_claims_it() -> None:
+    effect = ToolEffect("external_mutation", "required")
+    tool = ToolDefinition(
+        name="send_money", parameters=EMPTY, exclusive=True, kind="execute", effect=effect
+    )
+    [entry] = to_plain_catalog([tool])
+    assert entry == {
+        "name": "send_money",
+        "parameters": EMPTY,
+        "kind": "execute",
+        "exclusive": True,
+        "effect": {"kind": "external_mutation", "idempotency": "required"},
+    }
+    assert export_catalog([tool], "plain") == [entry]
+    [back] = load_catalog(json.dumps([entry]).encode())
+    assert back.effect == effect
+    assert back.metadata is None  # read as the field, not kept as an unknown key
+    assert to_plain_catalog([back]) == [entry]
+    # A declaration written as a mapping is the same effect.
+    as_mapping = ToolDefinition(name="m", effect={"kind": "local_mutation", "idempotency": "none"})
+    [written] = to_plain_catalog([as_mapping])
+    assert load_catalog([written])[0].effect == ToolEffect("local_mutation", "none")
+    # The provider shapes have no place for it, as before.
+    assert "effect" not in json.dumps(to_mcp([tool]))
+
+
+def test_an_effect_that_is_code_or_invalid_is_not_exported_to_plain() -> None:
+    def classify(args: Any, context: Any) -> ToolEffect:
+        return ToolEffect("external_mutation", "required")
+
+    tools = [ToolDefinition(name="ok"), ToolDefinition(name="pay", effect=classify)]
+    with pytest.raises(CatalogFormatError) as caught:
+        to_plain_catalog(tools)
+    assert str(caught.value) == (
+        "entry 1 ('pay'): 'effect' is a classifier function, which a catalog cannot hold; "
+        "export the tool with a ToolEffect, or without its effect"
+    )
+    with pytest.raises(CatalogFormatError, match=r"^entry 0 \('x'\): 'effect' is not a valid"):
+        to_plain_catalog([ToolDefinition(name="x", effect={"kind": "sometimes"})])
+    # Formats that never carried the effect still export such a tool.
+    assert to_mcp(tools)[1]["name"] == "pay"
+
+
 def test_anthropic_extras_are_restored() -> None:
     doc = read_json("anthropic.json")
     tools = load_catalog(doc)
@@ -335,6 +386,18 @@ def test_a_bad_declaration_does_not_hide_its_siblings() -> None:
 
 
 # --- errors -------------------------------------------------------------------------------------
+
+# Plain entries' effects that are not {"kind", "idempotency"} of a valid ToolEffect.
+BAD_EFFECTS: list[Any] = [
+    "external_mutation",
+    [],
+    {},
+    {"kind": "external_mutation"},
+    {"kind": "external_mutation", "idempotency": "required", "ttl": 1},
+    {"kind": "none", "idempotency": "required"},
+    {"kind": "everything", "idempotency": "none"},
+    {"kind": ["none"], "idempotency": {"none": 1}},
+]
 
 MALFORMED: list[tuple[Any, str]] = [
     (b'"just text"', "catalog: a catalog must be a JSON array or object, got string"),
@@ -388,6 +451,10 @@ MALFORMED: list[tuple[Any, str]] = [
     (
         [{"function_declarations": "a"}],
         "entry 0: 'function_declarations' must be an array, got string",
+    ),
+    *(
+        ([{"name": "a", "effect": effect}], f"entry 0 ('a'): {EFFECT_SHAPE}")
+        for effect in BAD_EFFECTS
     ),
     (
         [{"name": "a", "parameters": {"maximum": math.inf}}],
@@ -623,7 +690,8 @@ KEYS = st.sampled_from(
     [
         "name", "description", "parameters", "input_schema", "inputSchema", "type", "function",
         "function_declarations", "functionDeclarations", "parametersJsonSchema", "tools",
-        "result", "jsonrpc", "error", "kind", "exclusive", "metadata", "strict",
+        "result", "jsonrpc", "error", "kind", "exclusive", "effect", "metadata", "strict",
+        "idempotency",
     ]
 )  # fmt: skip
 # Objects built from the keys the loader looks at, so the deeper paths get exercised too.
@@ -672,11 +740,16 @@ def test_any_json_file_loads_or_fails_with_one_typed_line(doc: Any) -> None:
 schemas = st.dictionaries(st.text(max_size=6), json_values, max_size=5).map(
     lambda extra: {"type": "object", "properties": {}, **extra}
 )
+effects = st.sampled_from(
+    [ToolEffect("none", "none")]
+    + [ToolEffect(kind, idempotency) for kind in EFFECT_KINDS[1:] for idempotency in IDEMPOTENCY]
+)
 definitions = st.builds(
     ToolDefinition,
     name=st.text(min_size=1, max_size=12),
     description=st.text(max_size=20),
     parameters=st.none() | schemas,
+    effect=st.none() | effects,
 )
 
 
@@ -697,6 +770,8 @@ def test_load_of_export_preserves_name_description_and_schema(tools: list[ToolDe
             for tool in tools
         ]
         assert triples(back) == expected, fmt
+        if fmt == "plain":  # the one shape that keeps every data field, the effect among them
+            assert [tool.effect for tool in back] == [tool.effect for tool in tools]
         # Detection agrees with the forced format on what the exporter writes.
         assert triples(load_catalog(export_catalog(tools, fmt))) == expected, fmt
 
@@ -1249,3 +1324,109 @@ def test_a_schema_key_of_another_format_is_never_exported_from_extras(
     assert check_catalog([tool]).ok
     text = json.dumps(export_catalog([tool], format))
     assert "http://x/s" not in text
+
+
+# --- pointers are built only for a message ------------------------------------------------------
+
+
+class _CountingTokens:
+    def __init__(self) -> None:
+        self.calls = 0
+        self.real = _json.pointer_token
+
+    def __call__(self, key: object) -> str:
+        self.calls += 1
+        return self.real(key)
+
+
+def test_loading_builds_no_pointer_until_a_problem_needs_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tokens = _CountingTokens()
+    monkeypatch.setattr(_json, "pointer_token", tokens)
+    key = "k" * 10_000
+    schema = {"type": "object", "properties": {key: {"type": "array", "default": [0] * 5_000}}}
+    [tool] = load_catalog([{"name": "t", "parameters": schema, "x-meta": {key: [[0]] * 5_000}}])
+    assert tool.parameters == schema
+    assert tokens.calls == 0  # every node used to build its own pointer, the long key in it
+    bad = {"properties": {"a/b": {"enum": [1, {"c~d": [math.nan]}]}}}
+    with pytest.raises(CatalogFormatError) as caught:
+        load_catalog([{"name": "t", "parameters": bad}])
+    assert str(caught.value) == (
+        "entry 0 ('t'): 'parameters': non-finite number at /properties/a~1b/enum/1/c~0d/0"
+    )
+
+
+def test_json_leaf_paths_walk_any_depth_in_one_generator() -> None:
+    deep: Any = "leaf"
+    for _ in range(5_000):  # a generator per level would pass the recursion limit
+        deep = [deep]
+    assert [(list(path), leaf) for path, leaf, _ in _json.json_leaf_paths(deep)] == [
+        ([0] * 5_000, "leaf")
+    ]
+    value = {"a/b": [1, {"c~d": None}], "e": {}}
+    walked = [
+        (_json.pointer_of(path), leaf, is_key)
+        for path, leaf, is_key in _json.json_leaf_paths(value)
+    ]
+    assert walked == [
+        ("", "a/b", True),
+        ("/a~1b/0", 1, False),
+        ("/a~1b/1", "c~d", True),
+        ("/a~1b/1/c~0d", None, False),
+        ("", "e", True),
+    ]
+
+
+def test_json_leaf_paths_build_a_pointer_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    tokens = _CountingTokens()
+    monkeypatch.setattr(_json, "pointer_token", tokens)
+    value = {"k" * 10_000: [[0, "x"]] * 5_000, "a/b": [1, {"c~d": None}]}
+    walked = [(list(path), leaf, is_key) for path, leaf, is_key in _json.json_leaf_paths(value)]
+    assert tokens.calls == 0
+    assert len(walked) == 2 + 2 * 5_000 + 3
+    assert walked[-2:] == [(["a/b", 1], "c~d", True), (["a/b", 1, "c~d"], None, False)]
+    assert _json.pointer_of(walked[-1][0]) == "/a~1b/1/c~0d"
+    assert list(_json.json_leaf_paths(3)) == [([], 3, False)]
+
+
+def test_strict_mode_reads_a_long_required_list_once() -> None:
+    compared = Counter[str]()
+
+    class Name(str):
+        __hash__ = str.__hash__
+
+        def __eq__(self, other: object) -> bool:
+            compared["name"] += 1
+            return str.__eq__(self, other)
+
+    properties = {f"p{i}": {"type": "string"} for i in range(200)}
+    required = [Name("p0")] * 2_000  # one name, listed over and over
+    strict = strict_schema({"type": "object", "properties": properties, "required": required})
+    assert strict["required"] == list(properties)
+    assert strict["properties"]["p0"] == {"type": "string"}
+    assert strict["properties"]["p1"] == {"type": ["string", "null"]}
+    # Each listed name is looked up once; a list searched per property compared 200 x 2,000.
+    assert compared["name"] <= 2 * len(required)
+
+
+def test_strict_mode_writes_a_pointer_only_for_its_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    written = Counter[str]()
+    to_text = formats._At.__str__
+
+    def counted(at: Any) -> str:
+        written["pointer"] += 1
+        return to_text(at)
+
+    monkeypatch.setattr(formats._At, "__str__", counted)
+    key = "k" * 10_000
+    nested: dict[str, Any] = {
+        "type": "object",
+        "properties": {f"p{i}": {"type": "string"} for i in range(2_000)},
+    }
+    strict_schema({"type": "object", "properties": {key: nested}})
+    assert written["pointer"] == 0
+    nested["properties"]["a/b"] = {"type": "string", "minLength": 1}
+    with pytest.raises(StrictSchemaError) as caught:
+        strict_schema({"type": "object", "properties": {"x~": nested}})
+    assert caught.value.pointer == "/properties/x~0/properties/a~1b/minLength"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
 import dataclasses
 import datetime as dt
@@ -16,7 +17,7 @@ import threading
 import types
 import typing
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal, NamedTuple, NewType, NotRequired, Required, TypedDict
 
@@ -1826,3 +1827,176 @@ def test_an_item_whose_hash_fails_its_own_way_is_an_argument_error() -> None:
     with pytest.raises(ArgumentConversionError):
         asyncio.run(built.execute({"keys": [{"name": "a"}]}, None))  # type: ignore[misc,arg-type]
     assert ran == []
+
+
+# --- recursive unions convert in linear time -----------------------------------------------------
+
+BUILT: collections.Counter[str] = collections.Counter()
+
+
+@dataclasses.dataclass
+class ExprNum:
+    value: int
+
+    def __post_init__(self) -> None:
+        BUILT[type(self).__name__] += 1
+
+
+@dataclasses.dataclass
+class ExprAdd:
+    left: Expr
+    right: Expr
+    op: Literal["+"]  # the discriminator comes last: each subtree converts before it is read
+
+    def __post_init__(self) -> None:
+        BUILT[type(self).__name__] += 1
+
+
+@dataclasses.dataclass
+class ExprMul:
+    left: Expr
+    right: Expr
+    op: Literal["*"]
+
+    def __post_init__(self) -> None:
+        BUILT[type(self).__name__] += 1
+
+
+Expr = ExprNum | ExprAdd | ExprMul
+
+
+@dataclasses.dataclass
+class ChainInt:
+    child: ChainInt | ChainStr | None
+    x: int
+
+
+@dataclasses.dataclass
+class ChainStr:
+    child: ChainInt | ChainStr | None
+    x: str
+
+
+@dataclasses.dataclass
+class Pairs:
+    pair: tuple[Pairs | None, int] | tuple[Pairs | None, str]
+
+
+class ReadCounting(dict[str, Any]):
+    """A JSON object that counts how often a conversion reads its keys."""
+
+    reads = 0
+
+    def __iter__(self) -> Iterator[str]:
+        ReadCounting.reads += 1
+        return super().__iter__()
+
+
+def test_a_recursive_union_with_its_discriminator_last_builds_each_node_once() -> None:
+    received: list[object] = []
+
+    @tool(inline=True)
+    def evaluate(expr: Expr) -> None:
+        received.append(expr)
+
+    value: Any = {"value": 1}
+    expected: Any = ExprNum(1)
+    for level in range(12):  # every level used to convert its subtree once per member tried
+        op = "+" if level % 3 == 0 else "*"
+        value = {"left": value, "right": {"value": level}, "op": op}
+        expected = (ExprAdd if op == "+" else ExprMul)(expected, ExprNum(level), op)  # type: ignore[arg-type]
+    BUILT.clear()
+    assert evaluate.execute is not None
+    evaluate.execute({"expr": value}, context())
+    assert received == [expected]
+    assert BUILT == {"ExprNum": 13, "ExprAdd": 4, "ExprMul": 8}  # one per node, none wasted
+
+
+def test_a_chain_that_fits_only_the_last_member_reads_each_level_twice() -> None:
+    @tool(inline=True)
+    def walk(node: ChainInt | ChainStr) -> int:
+        depth = 0
+        current: ChainInt | ChainStr | None = node
+        while current is not None:
+            depth, current = depth + 1, current.child
+        return depth
+
+    def chain(depth: int, innermost: object) -> Any:
+        value: Any = ReadCounting(child=None, x=innermost)
+        for _ in range(depth - 1):
+            value = ReadCounting(child=value, x="s")
+        return value
+
+    assert walk.execute is not None
+    ReadCounting.reads = 0
+    assert walk.execute({"node": chain(16, "s")}, context()) == 16
+    assert ReadCounting.reads <= 2 * 16  # each level: tried as ChainInt, then as ChainStr
+
+    # Nothing fits the innermost level: the same error as ever, found as quickly.
+    ReadCounting.reads = 0
+    with pytest.raises(ArgumentConversionError) as caught:
+        walk.execute({"node": chain(16, [])}, context())
+    where = "/node" + "/child" * 15 + "/x"
+    assert str(caught.value) == f"Invalid arguments for tool walk: {where}: expected an integer"
+    assert caught.value.path == where
+    assert ReadCounting.reads <= 2 * 16
+
+
+def test_a_union_of_arrays_that_fails_late_keeps_what_it_converted_for_the_next_member() -> None:
+    received: list[Pairs] = []
+
+    @tool(inline=True)
+    def take(pairs: Pairs) -> None:
+        received.append(pairs)
+
+    value: Any = None
+    expected: Any = None
+    for _ in range(20):  # each level fits the second tuple type only, after its first item
+        value = ReadCounting(pair=[value, "s"])
+        expected = Pairs((expected, "s"))
+    ReadCounting.reads = 0
+    assert take.execute is not None
+    take.execute({"pairs": value}, context())
+    assert received == [expected]
+    assert ReadCounting.reads == 20
+
+
+def test_one_json_object_in_two_places_still_converts_to_two_objects() -> None:
+    received: list[tuple[Any, list[Any]]] = []
+
+    @tool(inline=True)
+    def pair(first: Expr, rest: list[Expr]) -> None:
+        received.append((first, rest))
+
+    shared = {"left": {"value": 1}, "right": {"value": 2}, "op": "*"}  # tried as ExprAdd first
+    assert pair.execute is not None
+    pair.execute({"first": shared, "rest": [shared, shared]}, context())
+    [(first, rest)] = received
+    assert first == rest[0] == rest[1] == ExprMul(ExprNum(1), ExprNum(2), "*")
+    built = [first, *rest]
+    assert len({id(item) for item in built}) == 3
+    assert len({id(item.left) for item in built}) == 3
+
+
+@dataclasses.dataclass
+class ExprOp:
+    left: ExprNum | ExprOp
+    right: ExprNum | ExprOp
+    op: Literal["+", "*"]
+
+
+def test_a_union_whose_members_each_recurse_is_past_the_schema_guard_one_member_is_not() -> None:
+    from prism_tools.errors import SchemaGuardError
+
+    def evaluate(expr: Expr) -> None:
+        return None
+
+    def evaluate_op(expr: ExprNum | ExprOp) -> None:
+        return None
+
+    # Each anyOf member applies to the same value, so two members that both lead back to the
+    # union may double the validator's work at every level: the guard refuses that schema.
+    with pytest.raises(SchemaGuardError) as caught:
+        check_schema(tool_from_function(evaluate).parameters)
+    assert caught.value.reason == "schema_expansion_too_large"
+    check_schema(tool_from_function(evaluate_op).parameters)

@@ -250,18 +250,44 @@ def pointer_token(key: object) -> str:
     return str(key).replace("~", "~0").replace("/", "~1")
 
 
-def json_leaves(value: Any, pointer: str = "") -> Iterator[tuple[str, Any, bool]]:
-    """Every key and every value that is not a dict or list inside plain JSON data, depth first:
-    ``(pointer, leaf, is_key)``, a key at the pointer of the object holding it."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield pointer, key, True
-            yield from json_leaves(item, f"{pointer}/{pointer_token(key)}")
-    elif isinstance(value, list):
-        for position, item in enumerate(value):
-            yield from json_leaves(item, f"{pointer}/{position}")
-    else:
-        yield pointer, value, False
+def _members(value: dict[Any, Any] | list[Any]) -> Iterator[tuple[Any, Any]]:
+    return iter(value.items()) if isinstance(value, dict) else enumerate(value)
+
+
+def json_leaf_paths(value: Any) -> Iterator[tuple[list[Any], Any, bool]]:
+    """Every key and every value that is not a dict or list inside plain JSON data, depth first,
+    in one generator (any depth): ``(path, leaf, is_key)``, where ``path`` holds the keys and
+    positions down to the leaf (to the object holding a key). A pointer is built only when
+    asked for: one per leaf would cost the square of a long key's length over the leaves below
+    it. ``path`` is the walk's own list, changed as it goes: read it (``pointer_of(path)`` for
+    the pointer) before asking for the next leaf, and leave it as it is."""
+    path: list[Any] = []
+    if not isinstance(value, dict | list):
+        yield path, value, False
+        return
+    stack: list[tuple[Iterator[tuple[Any, Any]], bool]] = [
+        (_members(value), isinstance(value, dict))
+    ]
+    while stack:
+        members, is_object = stack[-1]
+        for token, item in members:
+            if is_object:
+                yield path, token, True
+            path.append(token)
+            if isinstance(item, dict | list):
+                stack.append((_members(item), isinstance(item, dict)))
+                break
+            yield path, item, False
+            path.pop()
+        else:
+            stack.pop()
+            if stack:
+                path.pop()  # the token of the container just finished
+
+
+def pointer_of(path: list[Any]) -> str:
+    """The JSON Pointer of a ``json_leaf_paths`` path (``""`` for the root)."""
+    return "".join(f"/{pointer_token(token)}" for token in path)
 
 
 def holds_lone_surrogate(text: str) -> bool:

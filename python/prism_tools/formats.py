@@ -11,6 +11,7 @@ in ``metadata["catalog_extras"][family]`` so that exporting to the same family r
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias, cast, get_args
 
 from prism_tools import _json
+from prism_tools.effects import EFFECT_KINDS, IDEMPOTENCY, ToolEffect, ToolEffectError
 from prism_tools.errors import PrismError, UnknownToolError
 from prism_tools.providers.anthropic import anthropic_tool
 from prism_tools.providers.openai import EMPTY_PARAMETERS, openai_tool
@@ -163,12 +165,24 @@ def _kind(value: object) -> str:
     return type(value).__name__
 
 
-def _copy_json(value: Any, pointer: str, depth: int = 0) -> JSONValue:
+def _copy_json(value: Any) -> JSONValue:
     """A fresh copy of plain JSON data (so loaded tools never alias the caller's document);
     anything JSON cannot hold is a problem naming where it sits."""
+    return _copy_at(value, [], 0)
+
+
+def _pointer(path: list[str | int]) -> str:
+    """The JSON Pointer of ``path`` (``/`` for the root): built only for a message, since a
+    pointer built for every node would copy a long key once for each node below it."""
+    return "".join(f"/{_json.pointer_token(token)}" for token in path) or "/"
+
+
+def _copy_at(value: Any, path: list[str | int], depth: int) -> JSONValue:
+    """``_copy_json`` of ``value`` found at ``path`` (the keys and positions leading to it,
+    appended and removed as the copy goes down and back up)."""
     if isinstance(value, str):
         if _json.holds_lone_surrogate(value):
-            raise _Problem(f"a string holding a lone surrogate at {pointer or '/'}")
+            raise _Problem(f"a string holding a lone surrogate at {_pointer(path)}")
         return value
     if value is None or isinstance(value, bool):
         return value
@@ -176,7 +190,7 @@ def _copy_json(value: Any, pointer: str, depth: int = 0) -> JSONValue:
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise _Problem(f"non-finite number at {pointer or '/'}")
+            raise _Problem(f"non-finite number at {_pointer(path)}")
         return value
     if depth >= MAX_NESTING:
         raise _Problem(f"nested deeper than {MAX_NESTING} levels")
@@ -184,22 +198,26 @@ def _copy_json(value: Any, pointer: str, depth: int = 0) -> JSONValue:
         out: dict[str, JSONValue] = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                raise _Problem(f"non-string key {key!r} at {pointer or '/'}")
+                raise _Problem(f"non-string key {key!r} at {_pointer(path)}")
             if _json.holds_lone_surrogate(key):
-                raise _Problem(f"a key holding a lone surrogate at {pointer or '/'}")
-            out[key] = _copy_json(item, f"{pointer}/{_json.pointer_token(key)}", depth + 1)
+                raise _Problem(f"a key holding a lone surrogate at {_pointer(path)}")
+            path.append(key)
+            out[key] = _copy_at(item, path, depth + 1)
+            path.pop()
         return out
     if isinstance(value, list | tuple):
         items: list[JSONValue] = []
         for position, item in enumerate(value):  # a loop, not a comprehension: one frame a level
-            items.append(_copy_json(item, f"{pointer}/{position}", depth + 1))
+            path.append(position)
+            items.append(_copy_at(item, path, depth + 1))
+            path.pop()
         return items
-    raise _Problem(f"{type(value).__name__} is not JSON data at {pointer or '/'}")
+    raise _Problem(f"{type(value).__name__} is not JSON data at {_pointer(path)}")
 
 
 def _field_copy(value: Any, field: str) -> JSONValue:
     try:
-        return _copy_json(value, "")
+        return _copy_json(value)
     except _Problem as err:
         raise _Problem(f"{field!r}: {err.message}") from None
 
@@ -413,7 +431,7 @@ def _parameters(raw: Mapping[str, Any], key: str, name: str) -> dict[str, JSONVa
     if not isinstance(schema, Mapping):
         raise _Problem(f"{key!r} must be an object, got {_kind(schema)}", name)
     try:
-        return cast(dict[str, JSONValue], _copy_json(schema, ""))
+        return cast(dict[str, JSONValue], _copy_json(schema))
     except _Problem as err:
         raise _Problem(f"{key!r}: {err.message}", name) from None
 
@@ -444,7 +462,14 @@ _ANTHROPIC_KNOWN: Final = frozenset(("name", "description", "input_schema"))
 _MCP_KNOWN: Final = frozenset(("name", "description", "inputSchema"))
 _GEMINI_KNOWN: Final = frozenset(("name", "description", "parameters", *_GEMINI_JSON_SCHEMA))
 _PLAIN_KNOWN: Final = frozenset(
-    ("name", "description", "parameters", "kind", "exclusive", "metadata")
+    ("name", "description", "parameters", "kind", "exclusive", "effect", "metadata")
+)
+_EFFECT_SHAPE: Final = (
+    '\'effect\' must be an object {"kind", "idempotency"}: kind one of '
+    + ", ".join(EFFECT_KINDS)
+    + "; idempotency one of "
+    + ", ".join(IDEMPOTENCY)
+    + " (none when kind is none)"
 )
 # Every key any format reads a schema from: never written back from extras, whatever the
 # format (a catalog loaded with a forced format keeps another format's schema key as an extra,
@@ -491,6 +516,7 @@ def _plain(entry: Mapping[str, Any]) -> ToolDefinition:
         raise _Problem(f"'exclusive' must be a boolean, got {_kind(exclusive)}", tool.name)
     if metadata is not None and not isinstance(metadata, Mapping):
         raise _Problem(f"'metadata' must be an object, got {_kind(metadata)}", tool.name)
+    effect = _plain_effect(entry.get("effect"), tool.name)
     merged: dict[str, JSONValue] = {}
     if metadata is not None:
         merged = cast(dict[str, JSONValue], _field_copy(metadata, "metadata"))
@@ -501,8 +527,25 @@ def _plain(entry: Mapping[str, Any]) -> ToolDefinition:
             "plain": tool.metadata[EXTRAS_KEY]["plain"],
         }
     return dataclasses.replace(
-        tool, kind=cast(ToolKind | None, kind), exclusive=bool(exclusive), metadata=merged or None
+        tool,
+        kind=cast(ToolKind | None, kind),
+        exclusive=bool(exclusive),
+        effect=effect,
+        metadata=merged or None,
     )
+
+
+def _plain_effect(effect: Any, name: str) -> ToolEffect | None:
+    """A plain entry's ``effect``: ``{"kind", "idempotency"}``, as ``ToolEffect.to_dict``
+    writes it (``None`` when absent)."""
+    if effect is None:
+        return None
+    if not isinstance(effect, Mapping) or set(effect) != {"kind", "idempotency"}:
+        raise _Problem(_EFFECT_SHAPE, name)
+    try:
+        return ToolEffect(effect["kind"], effect["idempotency"])
+    except ToolEffectError:
+        raise _Problem(_EFFECT_SHAPE, name) from None
 
 
 _PARSERS: Final[Mapping[CatalogFormat, Callable[[Mapping[str, Any]], ToolDefinition]]] = {
@@ -843,10 +886,13 @@ def to_mcp(tools: Sequence[ToolDefinition]) -> list[dict[str, JSONValue]]:
 
 
 def to_plain_catalog(tools: Sequence[ToolDefinition]) -> list[dict[str, JSONValue]]:
-    """Plain entries ``{"name", "description", "parameters"}``, plus ``kind``, ``exclusive``
-    and ``metadata`` when set: the one shape that keeps every data field of a definition."""
+    """Plain entries ``{"name", "description", "parameters"}``, plus ``kind``, ``exclusive``,
+    ``effect`` (``{"kind", "idempotency"}``) and ``metadata`` when set: the one shape that keeps
+    every data field of a definition. An ``effect`` that is a classifier function is code, not
+    data: such a tool is refused with a ``CatalogFormatError`` (left out, the reloaded tool
+    would run with no effect claim at all)."""
     out: list[dict[str, JSONValue]] = []
-    for _, tool in _exportable(tools):
+    for index, tool in _exportable(tools):
         entry: dict[str, JSONValue] = {"name": tool.name}
         if tool.description:
             entry["description"] = tool.description
@@ -856,6 +902,8 @@ def to_plain_catalog(tools: Sequence[ToolDefinition]) -> list[dict[str, JSONValu
             entry["kind"] = tool.kind
         if tool.exclusive:
             entry["exclusive"] = True
+        if tool.effect is not None:
+            entry["effect"] = _effect_entry(tool, index)
         metadata = dict(tool.metadata or {})
         extras = _extras(tool, "plain")
         if extras:  # written back as top-level keys, so not kept twice
@@ -869,6 +917,27 @@ def to_plain_catalog(tools: Sequence[ToolDefinition]) -> list[dict[str, JSONValu
         _restore(entry, extras, _PLAIN_KNOWN)
         out.append(entry)
     return out
+
+
+def _effect_entry(tool: ToolDefinition, index: int) -> JSONValue:
+    """``tool.effect`` as a plain entry holds it; ``CatalogFormatError`` for a classifier
+    function or an invalid declaration."""
+    effect: Any = tool.effect
+    if isinstance(effect, Mapping):  # a declaration may also be {"kind", "idempotency"}
+        kind: Any = effect.get("kind")
+        idempotency: Any = effect.get("idempotency")
+        with contextlib.suppress(ToolEffectError):
+            effect = ToolEffect(kind, idempotency)
+    if isinstance(effect, ToolEffect):
+        return effect.to_dict()
+    if callable(effect):
+        problem = (
+            "'effect' is a classifier function, which a catalog cannot hold; "
+            "export the tool with a ToolEffect, or without its effect"
+        )
+    else:
+        problem = "'effect' is not a valid effect declaration (a ToolEffect)"
+    raise CatalogFormatError(problem, index=index, name=tool.name)
 
 
 def export_catalog(
@@ -923,8 +992,31 @@ _JSON_TYPES: Final = frozenset(
 _SCHEMA_MAPS: Final = ("$defs", "definitions")
 
 
+class _At:
+    """A spot inside the schema being made strict, written out as its JSON Pointer only for an
+    error: a pointer string built for every schema would copy a long property name once for
+    each schema below it."""
+
+    __slots__ = ("parent", "token")
+
+    def __init__(self, parent: _At | None = None, token: str = "") -> None:
+        self.parent = parent
+        self.token = token
+
+    def __truediv__(self, token: str | int) -> _At:
+        return _At(self, _json.pointer_token(token))
+
+    def __str__(self) -> str:
+        tokens: list[str] = []
+        at = self
+        while at.parent is not None:
+            tokens.append(at.token)
+            at = at.parent
+        return "".join(f"/{token}" for token in reversed(tokens))
+
+
 class _StrictFail(Exception):
-    def __init__(self, pointer: str, reason: str) -> None:
+    def __init__(self, pointer: _At | str, reason: str) -> None:
         super().__init__(reason)
         self.pointer = pointer
         self.reason = reason
@@ -951,7 +1043,7 @@ def strict_schema(
         if not isinstance(schema, Mapping):
             raise _StrictFail("", f"parameters must be an object, got {_kind(schema)}")
         try:
-            root = cast(dict[str, JSONValue], _copy_json(schema, ""))
+            root = cast(dict[str, JSONValue], _copy_json(schema))
         except _Problem as err:
             raise _StrictFail("", err.message) from None
         if "type" not in root and "properties" in root:
@@ -960,9 +1052,9 @@ def strict_schema(
             raise _StrictFail("", 'the root must be an object schema ("type": "object")')
         if "anyOf" in root:
             raise _StrictFail("/anyOf", "the root must not be an 'anyOf'")
-        return _Strict(root).convert(root, "", frozenset(), 0)
+        return _Strict(root).convert(root, _At(), frozenset(), 0)
     except _StrictFail as err:
-        raise StrictSchemaError(err.pointer, err.reason, index=index, name=name) from None
+        raise StrictSchemaError(str(err.pointer), err.reason, index=index, name=name) from None
 
 
 class _Strict:
@@ -970,7 +1062,7 @@ class _Strict:
         self.root = root
         self.schemas_left = MAX_STRICT_SCHEMAS
 
-    def resolve(self, ref: str, pointer: str) -> Mapping[str, JSONValue]:
+    def resolve(self, ref: str, pointer: _At) -> Mapping[str, JSONValue]:
         if ref != "#" and not ref.startswith("#/"):
             raise _StrictFail(pointer, f"only a local JSON-pointer '$ref' can be inlined: {ref!r}")
         node: Any = self.root
@@ -987,7 +1079,7 @@ class _Strict:
         return node
 
     def convert(
-        self, schema: Any, pointer: str, inlining: frozenset[str], depth: int
+        self, schema: Any, pointer: _At, inlining: frozenset[str], depth: int
     ) -> dict[str, JSONValue]:
         if depth > MAX_NESTING:
             raise _StrictFail("", f"nested deeper than {MAX_NESTING} levels")
@@ -1001,13 +1093,11 @@ class _Strict:
             raise _StrictFail(pointer, f"a {_kind(schema)} schema cannot be made strict")
         for key in schema:
             if key in STRICT_UNSUPPORTED:
-                raise _StrictFail(
-                    f"{pointer}/{_json.pointer_token(key)}", f"{key!r} is not supported"
-                )
+                raise _StrictFail(pointer / key, f"{key!r} is not supported")
         ref = schema.get("$ref")
         if ref is not None:
             if not isinstance(ref, str):
-                raise _StrictFail(f"{pointer}/$ref", "'$ref' must be a string")
+                raise _StrictFail(pointer / "$ref", "'$ref' must be a string")
             siblings = {k: v for k, v in schema.items() if k != "$ref"}
             if not siblings:
                 return {"$ref": ref}
@@ -1021,28 +1111,26 @@ class _Strict:
             if key in schema:
                 defs = schema[key]
                 if not isinstance(defs, Mapping):
-                    raise _StrictFail(f"{pointer}/{key}", f"{key!r} must be an object")
+                    raise _StrictFail(pointer / key, f"{key!r} must be an object")
                 out[key] = {
-                    def_name: self.convert(
-                        sub, f"{pointer}/{key}/{_json.pointer_token(def_name)}", inlining, depth + 1
-                    )
+                    def_name: self.convert(sub, pointer / key / def_name, inlining, depth + 1)
                     for def_name, sub in defs.items()
                 }
         if "anyOf" in schema:
             branches = schema["anyOf"]
             if not isinstance(branches, list) or not branches:
-                raise _StrictFail(f"{pointer}/anyOf", "'anyOf' must be a non-empty array")
+                raise _StrictFail(pointer / "anyOf", "'anyOf' must be a non-empty array")
             out["anyOf"] = [
-                self.convert(sub, f"{pointer}/anyOf/{position}", inlining, depth + 1)
+                self.convert(sub, pointer / "anyOf" / position, inlining, depth + 1)
                 for position, sub in enumerate(branches)
             ]
         if "items" in schema:
             if not isinstance(schema["items"], Mapping):
-                raise _StrictFail(f"{pointer}/items", "'items' must be one schema object")
-            out["items"] = self.convert(schema["items"], f"{pointer}/items", inlining, depth + 1)
+                raise _StrictFail(pointer / "items", "'items' must be one schema object")
+            out["items"] = self.convert(schema["items"], pointer / "items", inlining, depth + 1)
         if "additionalProperties" in schema and schema["additionalProperties"] is not False:
             raise _StrictFail(
-                f"{pointer}/additionalProperties",
+                pointer / "additionalProperties",
                 "only 'additionalProperties': false is supported",
             )
         if "object" in types or (not types and "properties" in schema):
@@ -1052,21 +1140,21 @@ class _Strict:
         return out
 
     @staticmethod
-    def types(schema: Mapping[str, Any], pointer: str) -> list[str]:
+    def types(schema: Mapping[str, Any], pointer: _At) -> list[str]:
         if "type" not in schema:
             return []
         declared = schema["type"]
         names = declared if isinstance(declared, list) else [declared]
         for name in names:
             if not isinstance(name, str) or name not in _JSON_TYPES:
-                raise _StrictFail(f"{pointer}/type", f"{name!r} is not a JSON Schema type")
+                raise _StrictFail(pointer / "type", f"{name!r} is not a JSON Schema type")
         return cast(list[str], names)
 
     def object(
         self,
         schema: Mapping[str, Any],
         out: dict[str, JSONValue],
-        pointer: str,
+        pointer: _At,
         inlining: frozenset[str],
         depth: int,
     ) -> None:
@@ -1076,21 +1164,22 @@ class _Strict:
                 raise _StrictFail(pointer, "an object without 'properties' accepts any keys")
             properties = {}
         if not isinstance(properties, Mapping):
-            raise _StrictFail(f"{pointer}/properties", "'properties' must be an object")
+            raise _StrictFail(pointer / "properties", "'properties' must be an object")
         required = schema.get("required", [])
         if not isinstance(required, list) or not all(isinstance(n, str) for n in required):
-            raise _StrictFail(f"{pointer}/required", "'required' must be an array of strings")
+            raise _StrictFail(pointer / "required", "'required' must be an array of strings")
         for missing in required:
             if missing not in properties:
                 raise _StrictFail(
-                    f"{pointer}/required",
+                    pointer / "required",
                     f"required property {missing!r} is not in 'properties'",
                 )
+        required_names = set(required)  # a hostile catalog may list thousands of names
         converted: dict[str, JSONValue] = {}
         for prop, sub in properties.items():
-            where = f"{pointer}/properties/{_json.pointer_token(prop)}"
+            where = pointer / "properties" / prop
             strict_sub = self.convert(sub, where, inlining, depth + 1)
-            converted[prop] = strict_sub if prop in required else _nullable(strict_sub)
+            converted[prop] = strict_sub if prop in required_names else _nullable(strict_sub)
         out["properties"] = converted
         out["required"] = list(converted)
         out["additionalProperties"] = False

@@ -28,6 +28,7 @@ import inspect
 import math
 import re
 import sys
+import threading
 import types
 import typing
 import uuid
@@ -278,9 +279,9 @@ def _fits_json_number(value: object) -> bool:
 
 def _non_json_number_at(schema: JSONValue) -> str | None:
     """The JSON Pointer of the first number in ``schema`` that cannot be in a schema, or None."""
-    for pointer, leaf, is_key in _json.json_leaves(schema):
+    for path, leaf, is_key in _json.json_leaf_paths(schema):
         if not is_key and not _fits_json_number(leaf):
-            return pointer or "/"
+            return _json.pointer_of(path) or "/"
     return None
 
 
@@ -548,6 +549,64 @@ def _mapping(key: Convert, item: Convert) -> Convert:
     return convert
 
 
+class _Failure:
+    """A ``_Mismatch`` as it left one converter, to raise again (a fresh copy each time: the
+    containers above add their keys to the one raised)."""
+
+    __slots__ = ("cause", "message", "parts", "value")
+
+    def __init__(self, value: object, err: _Mismatch) -> None:
+        self.value = value  # held, so its id is not reused while the conversion runs
+        self.message = err.message
+        self.parts = tuple(err.parts)
+        self.cause = err.__cause__
+
+    def again(self) -> _Mismatch:
+        err = _Mismatch(self.message)
+        err.parts.extend(self.parts)
+        err.__cause__ = self.cause
+        return err
+
+
+_Made: TypeAlias = list[tuple[tuple[int, Convert], tuple[object, object]]]
+
+
+class _Work:
+    """The work of one call's conversion, so a union's tries do not repeat it.
+
+    A union tries its members in turn, and a member that fails deep inside (a dataclass whose
+    discriminating ``Literal`` field comes after its subtrees) has converted those subtrees
+    already; the next member, or the same type reached again through an outer union's next
+    member, would convert them all again, doubling the work at every level of a recursive type.
+    So inside a union's try every object conversion is recorded by the value's identity: its
+    failure is kept and raised again, never worked out twice, and the results a failed try made
+    (the outermost ones, each whole) are kept for the next try that converts the same value to
+    the same type. A kept result is taken once: it never ends up in two places of the
+    arguments, even when one dict object is passed in two places. Results are what a fresh
+    conversion gives; failures raise the same message at the same path.
+    """
+
+    __slots__ = ("failed", "frames", "spare")
+
+    def __init__(self) -> None:
+        self.failed: dict[tuple[int, Convert], _Failure] = {}
+        # Results of failed tries, now in no result: (value, result) by (id(value), converter).
+        self.spare: dict[tuple[int, Convert], tuple[object, object]] = {}
+        # The results made so far by each try and recorded conversion under way, innermost last.
+        self.frames: list[_Made] = []
+
+    def taken(self, key: tuple[int, Convert]) -> tuple[object, object] | None:
+        """The result kept for ``key`` (no longer kept), or None; raises its failure again."""
+        failure = self.failed.get(key)
+        if failure is not None:
+            raise failure.again()
+        return self.spare.pop(key, None)
+
+
+# The conversion under way on this thread (set by a tool's argument binder for one call).
+_CONVERTING = threading.local()
+
+
 @dataclasses.dataclass(slots=True)
 class _Field:
     name: str
@@ -564,20 +623,44 @@ def _object(
     def convert(value: object) -> object:
         if not isinstance(value, Mapping):
             raise _Mismatch(f"expected an object ({label})")
-        for name in value:
-            if name not in known:
-                raise _Mismatch(f"unexpected property {name!r} for {label}")
-        out: dict[str, object] = {}
-        for field in fields:
-            if field.name in value:
-                try:
-                    out[field.name] = field.convert(value[field.name])
-                except _Mismatch as err:
-                    err.parts.append(field.name)
-                    raise
-            elif field.required:
-                raise _Mismatch(f"missing required property {field.name!r} for {label}")
-        return build(out)
+        work: _Work | None = getattr(_CONVERTING, "work", None)
+        # Recorded inside a union's try (see _Work); outside one, nothing tries it again.
+        memo = work if work is not None and work.frames else None
+        if memo is not None:
+            key = (id(value), convert)
+            kept = memo.taken(key)
+            if kept is not None:
+                memo.frames[-1].append((key, kept))
+                return kept[1]
+            made: _Made = []
+            memo.frames.append(made)
+        # One frame a level (no helper call around the body): deep arguments stay in reach.
+        try:
+            for name in value:
+                if name not in known:
+                    raise _Mismatch(f"unexpected property {name!r} for {label}")
+            out: dict[str, object] = {}
+            for field in fields:
+                if field.name in value:
+                    try:
+                        out[field.name] = field.convert(value[field.name])
+                    except _Mismatch as err:
+                        err.parts.append(field.name)
+                        raise
+                elif field.required:
+                    raise _Mismatch(f"missing required property {field.name!r} for {label}")
+            result = build(out)
+        except _Mismatch as err:
+            if memo is not None:
+                memo.spare.update(made)
+                memo.failed[key] = _Failure(value, err)
+            raise
+        finally:
+            if memo is not None:
+                memo.frames.pop()
+        if memo is not None:
+            memo.frames[-1].append((key, (value, result)))  # ``made`` is inside ``result``
+        return result
 
     return convert
 
@@ -879,15 +962,32 @@ class _Builder:
 
         def convert(value: object) -> object:
             kind = _json_kind(value)
+            work: _Work | None = getattr(_CONVERTING, "work", None)
             failures: list[_Mismatch] = []
             for exact in (True, False):
                 for kinds_of, member in options:
                     if (kind in kinds_of) is not exact:
                         continue
+                    if work is None:
+                        try:
+                            return member(value)
+                        except _Mismatch as err:
+                            failures.append(err)
+                        continue
+                    # A try of its own (see _Work): what a failed one made is kept for the next.
+                    made: _Made = []
+                    work.frames.append(made)
                     try:
-                        return member(value)
+                        result = member(value)
                     except _Mismatch as err:
+                        work.spare.update(made)
                         failures.append(err)
+                        continue
+                    finally:
+                        work.frames.pop()
+                    if work.frames:
+                        work.frames[-1].extend(made)
+                    return result
             if failures and failures[0].parts:
                 raise failures[0]  # the value had the right shape and failed deeper inside
             reasons = list(dict.fromkeys(err.message for err in failures))
@@ -1454,6 +1554,17 @@ def _binder(
         for key in args:
             if key not in known:
                 raise ArgumentConversionError(head + f"unexpected argument {key!r}", "/")
+        outer = getattr(_CONVERTING, "work", None)
+        _CONVERTING.work = _Work()
+        try:
+            return convert_all(args, context)
+        finally:
+            _CONVERTING.work = outer
+
+    def convert_all(
+        args: Mapping[str, object], context: ToolExecutionContext
+    ) -> tuple[list[object], dict[str, object]]:
+        head = f"Invalid arguments for tool {tool_name}: "
         positional: list[object] = []
         keywords: dict[str, object] = {}
         for param in params:

@@ -69,13 +69,16 @@ def _not_json(value: object, pointer: str) -> tuple[str, str] | None:
     Only what the writer writes without complaint (NaN, as null) or refuses without saying
     where is looked for; other types are left to the writer's own message.
     """
-    for at, leaf, is_key in _json.json_leaves(value, pointer):
+    # The pointer is built only for the spot found: building one per leaf costs the square of
+    # a long key's length over the leaves below it.
+    for path, leaf, is_key in _json.json_leaf_paths(value):
         if isinstance(leaf, str):
             problem = _surrogate_problem(leaf)
             if problem is not None:
+                at = pointer + _json.pointer_of(path)
                 return (at, f"has a key with a {problem}" if is_key else f"holds a {problem}")
         elif isinstance(leaf, float) and not math.isfinite(leaf):
-            return (at, f"is {leaf!r}, which JSON lacks")
+            return (pointer + _json.pointer_of(path), f"is {leaf!r}, which JSON lacks")
     return None
 
 
