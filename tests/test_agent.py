@@ -1730,6 +1730,48 @@ async def test_a_call_id_renamed_for_an_earlier_turn_avoids_every_id_in_use() ->
     assert [c.id for message in sent for c in message.tool_calls] == ids
 
 
+async def test_a_renamed_long_id_stays_within_what_an_effect_key_takes() -> None:
+    long_id = "c" * 511  # accepted by the effect store, which takes ids of up to 512 bytes
+    echo = Recorder()
+    session, _, _ = make_session(
+        [calling(call(long_id)), calling(call(long_id)), answer()],
+        [ToolDefinition("echo", execute=echo)],
+    )
+    result = await session.run("go")
+    ids = [c.id for message in result.messages for c in message.tool_calls]
+    assert ids[0] == long_id
+    assert ids[1].endswith("_1")
+    assert len(ids[1].encode()) <= 512
+    assert ids[0] != ids[1]
+
+
+async def test_ids_differing_only_by_a_lone_surrogate_stay_apart_as_providers_get_them() -> None:
+    # Providers are sent U+FFFD for a lone surrogate: the loop gives the ids that way, and
+    # renames the second, so the two calls cannot reach a provider as one.
+    echo = Recorder()
+    session, _, _ = make_session(
+        [calling(call("t\ud800"), call("t\ud801")), answer()],
+        [ToolDefinition("echo", execute=echo)],
+    )
+    result = await session.run("go")
+    ids = [c.id for message in result.messages for c in message.tool_calls]
+    assert ids == ["t\ufffd", "t\ufffd_1"]
+    assert [row.tool_call_id for row in tool_rows(result.messages)] == ids
+
+
+def test_str_subclass_call_ids_are_plain_text_compared_by_their_characters() -> None:
+    class Id(str):
+        __hash__ = object.__hash__
+
+        def __eq__(self, other: object) -> bool:
+            return self is other
+
+    with pytest.raises(ValueError, match="two tool calls in one turn share the id 'call_0'"):
+        calling(call(Id("call_0")), call(Id("call_0")))
+    response = calling(call(Id("call_0")))
+    assert type(response.tool_calls[0].id) is str
+
+
 async def test_a_hosts_own_history_gets_its_calls_checked_as_a_providers_are() -> None:
     # A host's transcript (say, from its database) joins the session's state, which must read
     # it back: calls without an id get one, and a name that is not text is refused up front.

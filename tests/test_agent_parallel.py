@@ -666,3 +666,76 @@ async def test_a_tool_cancelling_its_own_task_fails_its_call_not_the_whole_run_r
     assert isinstance(caught.value.__cause__, ToolAbortedError)
     assert events.types[-1] == "agent_finished"
     assert len(tool_rows(session.messages)) == 3
+
+
+# --- hosts that cancel their own way --------------------------------------------------------
+
+
+@pytest.mark.timeout(20)
+async def test_a_parallel_round_ends_inside_a_cancel_scope_that_cancels_at_every_step() -> None:
+    # anyio's cancel scopes (FastAPI, Starlette) cancel the task again at every step until it
+    # leaves the scope: the round must still end once its workers have, with a row for each.
+    import anyio
+
+    meter = Meter()
+    session, _, _ = make_session(
+        [calling(*batch(2, delay=5)), answer()],
+        [meter.tool("slow")],
+        loop={"strategy": "single-shot", "tool_concurrency": 2},
+    )
+    with anyio.move_on_after(0.05) as scope:
+        await session.run("go")
+    assert scope.cancelled_caught
+    assert meter.finished == []
+    assert [
+        (row.tool_call_id, row.error and row.error.code) for row in tool_rows(session.messages)
+    ] == [
+        ("call_0", "cancelled"),
+        ("call_1", "cancelled"),
+    ]
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+async def test_a_call_cancelled_while_its_end_is_recorded_keeps_its_result(
+    concurrency: int,
+) -> None:
+    # The tool ran and returned; the run is cancelled while an asynchronous ledger stores the
+    # finished row. The transcript carries what the tool returned: told "cancelled", the model
+    # might send the email again.
+    from prism_tools import ToolCallRecord
+
+    recording = asyncio.Event()
+    sent: list[str] = []
+
+    class SlowLedger:
+        def __init__(self) -> None:
+            self.rows: list[ToolCallRecord] = []
+
+        async def append_tool_call(self, record: ToolCallRecord) -> None:
+            if record.status == "finished":
+                recording.set()
+                await asyncio.sleep(0.05)
+            self.rows.append(record)
+
+    def send(args: dict[str, Any], context: ToolExecutionContext) -> Any:
+        sent.append(context.tool_call_id)
+        return {"message_id": "m-1"}
+
+    ledger = SlowLedger()
+    session, _, _ = make_session(
+        [calling(ToolCall("a", "send", {})), answer()],
+        [ToolDefinition("send", execute=send)],
+        ledger=ledger,
+        loop={"strategy": "single-shot", "tool_concurrency": concurrency},
+    )
+    run = asyncio.ensure_future(session.run("go"))
+    await recording.wait()
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert sent == ["a"]
+    assert [row.status for row in ledger.rows] == ["started", "finished"]
+    rows = tool_rows(session.messages)
+    assert [(row.tool_call_id, row.content, row.error) for row in rows] == [
+        ("a", {"message_id": "m-1"}, None)
+    ]

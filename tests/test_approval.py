@@ -244,6 +244,54 @@ async def test_a_rejected_call_is_audited_as_blocked_in_the_ledger_and_events() 
     assert "sk-live-123" not in json.dumps([event.to_dict() for event in log.events])
 
 
+async def test_a_rejection_reason_quoting_a_secret_reaches_the_model_redacted() -> None:
+    from prism_tools import create_secret_redactor
+
+    wipe = Recorder()
+    session, provider, _ = make(
+        [calling(call("c1", "wipe")), answer()],
+        ("wipe", wipe),
+        redactor=create_secret_redactor(["sk-live-42"]),
+    )
+    await session.run("hi")
+    await session.resume({"c1": Decision("reject_once", reason="key sk-live-42 must not be used")})
+
+    assert wipe.calls == []
+    rows = tool_rows(session.messages)
+    assert rows[0].error is not None
+    assert rows[0].error.message == "key [REDACTED] must not be used"
+    assert "sk-live-42" not in repr(provider.requests[-1].messages)
+
+
+async def test_a_round_cancelled_while_its_rejections_are_audited_still_gets_its_rows() -> None:
+    blocking = asyncio.Event()
+
+    async def slow_sink(event: Any) -> None:
+        if event.type == "tool_execution_blocked":
+            blocking.set()
+            await asyncio.sleep(30)
+
+    echo, wipe = Recorder(), Recorder()
+    session, _, _ = make(
+        [calling(call("c1", "wipe"), call("c2")), answer()], ("echo", echo), ("wipe", wipe)
+    )
+    session.subscribe(slow_sink)
+    await session.run("hi")
+    resumed = asyncio.ensure_future(session.resume({"c1": "reject_once", "c2": "approve"}))
+    await blocking.wait()
+    resumed.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await resumed
+
+    assert echo.calls == []  # nothing ran
+    assert wipe.calls == []
+    rows = [
+        (row.tool_call_id, row.error.code if row.error else None)
+        for row in tool_rows(session.messages)
+    ]
+    assert rows == [("c1", APPROVAL_REJECTED), ("c2", "tool_call_not_dispatched")]
+
+
 async def test_a_mixed_round_runs_the_approved_call_only() -> None:
     echo, wipe = Recorder(), Recorder()
     session, _, _ = make(
@@ -1543,12 +1591,14 @@ async def test_arguments_json_keeps_whole_resume_from_a_stored_state(
 ) -> None:
     # What a provider adapter hands over: every digit of a wide integer, a lone surrogate (a
     # decoder makes one from "\ud800"), nesting as deep as the adapters take it, and call ids
-    # that differ only by a lone surrogate.
+    # that differ only by a lone surrogate (which the loop gives as the providers send them,
+    # U+FFFD in its place, the second renamed so the two stay apart).
     wide = {"amount": 123456789012345678901234567890, "note": "x\ud800y", "deep": nested(250)}
-    first, second = "c\ud800", "c\ud801"
-    calls = (ToolCall(first, "echo", wide), ToolCall(second, "echo", {"n": -(2**70)}))
+    calls = (ToolCall("c\ud800", "echo", wide), ToolCall("c\ud801", "echo", {"n": -(2**70)}))
     agent = schemaless_agent(ScriptedProvider([calling(*calls)]), Recorder(), checkpoints=store)
-    assert (await agent.session("s1").run("go")).status == "suspended"
+    suspended = await agent.session("s1").run("go")
+    first, second = "c\ufffd", "c\ufffd_1"
+    assert [item.tool_call_id for item in suspended.pending] == [first, second]
 
     echo = Recorder()
     fresh = schemaless_agent(ScriptedProvider([answer()]), echo, checkpoints=store)

@@ -371,6 +371,9 @@ REPORTED_CASES: list[tuple[str, dict[str, Any]]] = [
     ("split_bill", {"total": HUGE, "people": 3}),
     ("parse_csv_text", {"csv": "name,qty\nbolts,12,extra\n"}),
     ("parse_csv_text", {"csv": "name,qty\nbolts,12\nnuts,30\n", "delimiter": "0"}),
+    # A lone carriage return inside a field, and a field past csv's size limit: csv.Error.
+    ("parse_csv_text", {"csv": "a\rb\n1", "delimiter": "\t"}),
+    ("parse_csv_text", {"csv": "a\n" + "x" * 200_000}),
     ("convert_currency", {"amount": HUGE, "from_currency": "EUR", "to_currency": "JPY"}),
     ("calculate_order_total", {"items": [{"unit_price": HUGE, "quantity": 2}]}),
     ("calculate_processing_fee", {"amount": HUGE, "method": "card"}),

@@ -860,7 +860,8 @@ async def test_lone_surrogates_from_the_model_do_not_break_the_next_request() ->
     assert result.output_text == "Done."
     said = result.messages[1]
     assert said.content == "Looking \ud800"
-    assert [call.id for call in said.tool_calls] == ["toolu_\ud800", "toolu_2"]
+    # The loop keeps the id as the provider is sent it (a lone surrogate as U+FFFD).
+    assert [call.id for call in said.tool_calls] == ["toolu_\ufffd", "toolu_2"]
     body = recorder.bodies[1]
     assert body["system"] == "Answer \ufffd briefly."
     assert body["messages"][1] == {

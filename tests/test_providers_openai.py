@@ -696,7 +696,8 @@ async def test_lone_surrogates_from_the_model_do_not_break_the_next_request() ->
     assert result.output_text == "Done."
     said = result.messages[1]
     assert said.content == "Looking \ud800"
-    assert [call.id for call in said.tool_calls] == ["call_\ud800", "call_2"]
+    # The loop keeps the id as the provider is sent it (a lone surrogate as U+FFFD).
+    assert [call.id for call in said.tool_calls] == ["call_\ufffd", "call_2"]
     assert said.tool_calls[0].arguments == '{"city": "Par\ud800is"}'
     sent = recorder.bodies[1]["messages"]
     assert sent[1] == {
@@ -807,6 +808,19 @@ def test_tool_payloads_are_built_once_per_definition_and_reused() -> None:
     # A different definition with the same name is a different payload.
     replacement = ToolDefinition("a", description="new")
     assert cache.entries([replacement])[0] is not cache.entries([a])[0]
+
+
+def test_a_schema_of_shared_dicts_is_refused_before_it_is_written_out() -> None:
+    # Forty levels of {"a": d, "b": d}: 40 dicts that write out as 2**40 copies (YAML aliases
+    # make such schemas). Refused at once, not after hours of writing.
+    from prism_tools.providers.payloads import ToolPayloadError
+
+    shared: dict[str, Any] = {"type": "string"}
+    for _ in range(40):
+        shared = {"type": "object", "properties": {"a": shared, "b": shared}}
+    tool = ToolDefinition("x", parameters=shared)
+    with pytest.raises(ToolPayloadError, match="writes out as more than 200,000 values"):
+        openai_tools([tool])
 
 
 def test_request_arguments_build_a_whole_request_unless_asked_for_a_stream() -> None:

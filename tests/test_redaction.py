@@ -168,6 +168,24 @@ def test_thousands_of_keys_redacting_alike_all_survive_in_order() -> None:
     assert list(out)[-1] == "key:[REDACTED]__3000"
 
 
+def test_a_secret_given_as_a_str_subclass_is_looked_for_by_its_characters() -> None:
+    class Masked(str):
+        """A secret type that hides itself when printed."""
+
+        def __str__(self) -> str:
+            return "***"
+
+        def encode(self, *args: Any, **kwargs: Any) -> bytes:
+            return b"***"
+
+    secret = "it's-\u00fcn\u00efcode-key"
+    redactor = create_secret_redactor([Masked(secret), Masked("other-key")])
+    assert len(redactor) == 2
+    assert redactor.redact(f"k={secret!a}") == 'k="[REDACTED]"'
+    assert redactor.redact({"err": repr(secret.encode())}) == {"err": 'b"[REDACTED]"'}
+    assert redactor.redact("rating: ***") == "rating: ***"
+
+
 def test_repeated_and_empty_secrets_do_not_count_toward_the_limit() -> None:
     redactor = create_secret_redactor(["abc"] * 70_000 + [""] * 10)
     assert len(redactor) == 1

@@ -56,6 +56,7 @@ from prism_tools.dispatch import (
     ToolValidator,
     dispatch_tool_call,
     error_info,
+    ran_before_cancel,
     record_refusal,
 )
 from prism_tools.effects import ToolEffectStore
@@ -1693,7 +1694,18 @@ class _Run:
         appends one row per call, in call order, once every call of the round has ended."""
         answered = answered or {}
         if answered:
-            await self.audit_answered(calls, answered)
+            redactor = self.agent.redactor
+            if redactor is not None:
+                # A reason may quote a secret: the transcript, which the model reads, gets it
+                # redacted, as the event and the ledger row do.
+                answered = {call_id: redactor.redact(error) for call_id, error in answered.items()}
+            try:
+                await self.audit_answered(calls, answered)
+            except BaseException:
+                # Cancelled or failed while auditing: the round still gets its rows (the
+                # answered calls theirs, the others not dispatched) before it ends.
+                self.append_rows(calls, [None] * len(calls), {}, answered)
+                raise
             runnable = [call for call in calls if call.id not in answered]
             if not runnable:
                 self.append_rows(calls, [None] * len(calls), {}, answered)
@@ -1750,6 +1762,9 @@ class _Run:
                     failure_order.append(index)
                 except BaseException as err:
                     failures[index] = err
+                    # Cancelled after the tool ran and its end was recorded: its row carries
+                    # what it returned, not "cancelled" (the model must not redo a done call).
+                    results[index] = ran_before_cancel(err)
                     if ends_run(err):
                         interrupts.append(err)
                     else:  # a tool's own CancelledError or BaseException: that call failed
@@ -1838,7 +1853,9 @@ async def _settle(tasks: Sequence[asyncio.Task[None]], interrupts: list[BaseExce
     once (a call cut off gets a ``cancelled`` row; one that is cleaning up finishes its clean-up)
     and the wait goes on: nothing of the round runs on after the run has returned."""
     cancelled = False
-    while True:
+    # Checked before each wait: a cancel scope that cancels at every step (anyio) would
+    # otherwise cancel each wait before it could see that the workers are done.
+    while not all(task.done() for task in tasks):
         try:
             await asyncio.wait(tasks)
         except asyncio.CancelledError as err:
@@ -1847,8 +1864,6 @@ async def _settle(tasks: Sequence[asyncio.Task[None]], interrupts: list[BaseExce
                 interrupts.insert(0, err)
                 for task in tasks:
                     task.cancel()
-            continue
-        return
 
 
 class _ExclusiveRound(MiddlewareRegistry):

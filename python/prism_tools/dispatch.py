@@ -510,6 +510,16 @@ class _Audit:
         return result
 
 
+_RAN_BEFORE_CANCEL = "prism_tool_result"
+
+
+def ran_before_cancel(error: BaseException) -> ToolResult | None:
+    """The result of a call cancelled after its tool had run to its end and that end had been
+    recorded (dispatch sets it on the ``CancelledError`` it raises), else None."""
+    result = getattr(error, _RAN_BEFORE_CANCEL, None)
+    return result if isinstance(result, ToolResult) else None
+
+
 def _error_result(call: ToolCall, error: ErrorInfo) -> ToolResult:
     return ToolResult(tool_call_id=call.id, name=call.name, error=error)
 
@@ -1119,7 +1129,14 @@ async def dispatch_tool_call(
             result = redactor.redact(result)
         pending = audit.lifecycle(call, result)
         if pending is not None:
-            await pending
+            try:
+                await pending
+            except asyncio.CancelledError as stop:
+                # The tool ran to its end and its end is recorded (an asynchronous sink or
+                # ledger ran on to finish it): the cancellation goes on, carrying the result,
+                # so a caller such as the agent loop does not report a done call as cancelled.
+                setattr(stop, _RAN_BEFORE_CANCEL, result)
+                raise
         return result
     except AttributeError:
         # Costs nothing until raised. A host object of the wrong kind shows up here as a

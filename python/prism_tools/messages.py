@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol, cast, runtime_checkable
+from typing import Any, Final, Literal, Protocol, cast, runtime_checkable
 
 from prism_tools._frozen import builder, fast_init
+from prism_tools._json import holds_lone_surrogate, replace_lone_surrogates
 from prism_tools.types import ErrorInfo, JSONValue, ToolCall, ToolDefinition, items_of
 
 Role = Literal["user", "assistant", "tool"]
@@ -127,6 +128,9 @@ def _identified_calls(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
     by call id, so two calls sharing one would be taken for one call."""
     taken: set[str] = set()
     without_id: list[int] = []
+    # A str subclass id is kept as its plain text: its own hash and equality (by identity,
+    # say) would let two calls share an id here and be refused only when the state is read.
+    retyped: dict[int, str] = {}
     for position, call in enumerate(calls):
         call_id = call.id
         if call_id is None or (isinstance(call_id, str) and not call_id):
@@ -136,9 +140,11 @@ def _identified_calls(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
                 f"ProviderResponse.tool_calls: item {position} has an id of type "
                 f"{type(call_id).__name__}, not a string"
             )
-        elif call_id in taken:
-            raise ValueError(f"two tool calls in one turn share the id {call_id!r}")
         else:
+            if type(call_id) is not str:
+                call_id = retyped[position] = str.__str__(call_id)
+            if call_id in taken:
+                raise ValueError(f"two tool calls in one turn share the id {call_id!r}")
             taken.add(call_id)
         # The rest of a call is kept in the session's state, which must read back: a name is
         # text, an argument error an ErrorInfo.
@@ -152,9 +158,11 @@ def _identified_calls(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
                 f"ProviderResponse.tool_calls: item {position} has an arguments_error of type "
                 f"{type(call.arguments_error).__name__}, not an ErrorInfo"
             )
-    if not without_id:
+    if not without_id and not retyped:
         return calls
     identified = list(calls)
+    for position, call_id in retyped.items():
+        identified[position] = replace(calls[position], id=call_id)
     for position in without_id:
         call_id = fallback_call_id(position, taken)
         taken.add(call_id)
@@ -162,28 +170,52 @@ def _identified_calls(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
     return tuple(identified)
 
 
+MAX_CALL_ID_BYTES: Final = 512
+"""Longest call id, in UTF-8 bytes, a renamed id is cut to: what an effect key takes."""
+
+
 def calls_with_unused_ids(calls: tuple[ToolCall, ...], used: set[str]) -> tuple[ToolCall, ...]:
     """``calls`` with each id an earlier message already gave a call renamed ``<id>_<n>`` (the
     first ``n`` free); ``used`` then holds their ids too. Rows, approvals and effect keys go by
     call id: a model that repeats an id of an earlier turn (as the fallback ids of a provider
     that sends none do) would otherwise have its new call taken for the earlier one, and a
-    durable effect it asks for again not run."""
+    durable effect it asks for again not run.
+
+    An id holding a lone surrogate is first given as the providers send it (U+FFFD in its
+    place): ids that differ only there would reach the provider as one."""
     ids = [call.id for call in calls]
-    if used.isdisjoint(ids):
+    if used.isdisjoint(ids) and all(call_id.isascii() for call_id in ids):
         used.update(ids)
         return calls
-    taken = used.union(ids)
     renamed: list[ToolCall] = []
+    taken = used.union(ids)
     for call in calls:
-        if call.id in used:
-            suffix = 1
-            while f"{call.id}_{suffix}" in taken:
-                suffix += 1
-            call = replace(call, id=f"{call.id}_{suffix}")
-            taken.add(call.id)
+        call_id = call.id
+        sendable = replace_lone_surrogates(call_id) if holds_lone_surrogate(call_id) else call_id
+        if sendable in used or (sendable != call_id and sendable in taken):
+            sendable = _free_id(sendable, taken)
+        if sendable != call_id:
+            call = replace(call, id=sendable)
+            taken.add(sendable)
+        used.add(sendable)
         renamed.append(call)
-    used.update(call.id for call in renamed)
     return tuple(renamed)
+
+
+def _free_id(base: str, taken: set[str]) -> str:
+    """``<base>_<n>`` with the first ``n`` not ``taken``, ``base`` cut (at a character) so the
+    whole fits ``MAX_CALL_ID_BYTES``."""
+    suffix = 1
+    while True:
+        tail = f"_{suffix}"
+        room = MAX_CALL_ID_BYTES - len(tail)
+        head = base
+        if len(base) * 4 > room and len(base.encode("utf-8")) > room:
+            head = base.encode("utf-8")[:room].decode("utf-8", "ignore")
+        candidate = head + tail
+        if candidate not in taken:
+            return candidate
+        suffix += 1
 
 
 def _wrong_field(name: str, expected: str, value: object) -> str:

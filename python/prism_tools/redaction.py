@@ -102,21 +102,24 @@ def _with_spellings(secrets: tuple[str, ...]) -> tuple[list[str], list[str]]:
     spelled: set[str] = set()
     for secret in secrets:
         if isinstance(secret, str):
-            text = str.__str__(secret)  # the characters, whatever a subclass's hash says
-            if not text or text in seen:
+            # The characters, as plain text: a subclass's own __str__, __hash__ or encode (one
+            # that masks itself as "***") must not change what is looked for.
+            secret = str.__str__(secret)
+            if not secret or secret in seen:
                 continue
-            seen.add(text)
+            seen.add(secret)
             spelled |= secret_spellings(secret)
         kept.append(secret)
     return kept, [spelling for spelling in spelled if spelling not in seen]
 
 
-def _matcher(given: tuple[str, ...], replacement: str) -> SecretMatcher:
-    """The core's matcher for ``given`` and their spellings. Its limits count the spellings
-    too: a refusal that only they caused says so, rather than blame the secrets as given."""
+def _matcher(given: tuple[str, ...], replacement: str) -> tuple[SecretMatcher, int]:
+    """The core's matcher for ``given`` and their spellings, and how many distinct secrets
+    there are. The core's limits count the spellings too: a refusal that only they caused says
+    so, rather than blame the secrets as given."""
     kept, spellings = _with_spellings(given)
     try:
-        return SecretMatcher((*kept, *spellings), replacement=replacement)
+        return SecretMatcher((*kept, *spellings), replacement=replacement), len(kept)
     except ValueError as err:
         text = str(err)
     if "secrets are accepted" in text and len(kept) <= MAX_SECRETS:
@@ -166,9 +169,8 @@ class SecretRedactor:
         if not isinstance(replacement, str):
             raise TypeError("replacement must be a string")
         given = _secret_tuple(secrets)
-        self._matcher = _matcher(given, replacement)
-        # The core took them, so every one is a string.
-        self._count = len({str(secret) for secret in given if secret})
+        # The core took them, so every one kept is a distinct non-empty string.
+        self._matcher, self._count = _matcher(given, replacement)
         self.max_depth = max_depth
 
     def __len__(self) -> int:

@@ -252,12 +252,17 @@ def name_uuid(args: Args) -> JSONValue:
 
 
 def csv_to_json(args: Args) -> JSONValue:
-    source = io.StringIO(text_arg(args, "csv"))
+    # newline="": the csv module reads line ends itself (a lone "\r" in a field included).
+    source = io.StringIO(text_arg(args, "csv"), newline="")
     # Cells past the header's width go to a list under "_extra" (the default key is None,
     # which JSON objects cannot hold).
-    reader = csv.DictReader(source, delimiter=str(args.get("delimiter")), restkey="_extra")
-    rows = list(reader)
-    return {"columns": reader.fieldnames or [], "rows": rows, "row_count": len(rows)}
+    try:
+        reader = csv.DictReader(source, delimiter=str(args.get("delimiter")), restkey="_extra")
+        rows = list(reader)
+        columns = reader.fieldnames or []
+    except csv.Error as err:  # a delimiter csv refuses, a field past its size limit
+        raise ValueError(f"the CSV text could not be read: {err}") from None
+    return {"columns": columns, "rows": rows, "row_count": len(rows)}
 
 
 def json_check(args: Args) -> JSONValue:

@@ -17,7 +17,7 @@ import math
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from prism_tools import _json
@@ -82,6 +82,33 @@ def _not_json(value: object, pointer: str) -> tuple[str, str] | None:
     return None
 
 
+MAX_PAYLOAD_VALUES: Final = 200_000
+"""Most values a tool's schema may write out as: twice what the largest schema the validator
+takes (256 KiB) can hold."""
+
+
+def _written_size_problem(schema: object) -> str | None:
+    """Why ``schema`` cannot be written out, if it would write more than ``MAX_PAYLOAD_VALUES``
+    values: a dict or list shared between places is written once per place (YAML aliases make
+    such schemas; twenty levels of two places each are a million copies), and one that holds
+    itself without end. Counted without writing anything, so the refusal comes at once."""
+    count = 0
+    stack = [schema]
+    while stack:
+        value = stack.pop()
+        count += 1
+        if count > MAX_PAYLOAD_VALUES:
+            return (
+                f"writes out as more than {MAX_PAYLOAD_VALUES:,} values (a dict or list shared "
+                "between places is written once per place)"
+            )
+        if isinstance(value, Mapping):
+            stack.extend(value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend(value)
+    return None
+
+
 def _payload_json(tool: ToolDefinition, payload: dict[str, JSONValue]) -> bytes:
     try:
         # Exact: a schema's integer beyond 64 bits is written with every digit.
@@ -128,6 +155,9 @@ class ToolPayloadCache:
         if found is not None and found[0]() is tool:
             return found
         data: bytes | None = None
+        grown = _written_size_problem(tool.parameters)
+        if grown is not None:
+            raise ToolPayloadError(tool.name, "", f"has a parameters schema that {grown}")
         try:
             payload = self._build(tool)
             data = _payload_json(tool, payload)
