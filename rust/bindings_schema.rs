@@ -31,8 +31,8 @@ use crate::bindings_document::{
 use crate::document::{Document, ParseFailure, Repeats, Source, Tape, parse};
 use crate::guards::{ALL_LIMITS, GuardViolation, Limits, scan_json};
 use crate::schema::{
-    CompiledSchema, Issue, KEYWORDS, MAX_ISSUE_MESSAGE_BYTES, SchemaCache, collect_issues, cut,
-    known_keyword, report_message,
+    CompiledSchema, Findings, Issue, KEYWORDS, Listing, MAX_ISSUE_MESSAGE_BYTES, SchemaCache,
+    collect_issues, cut, document_weight, known_keyword, report_message,
 };
 use jsonschema::json::Node as _;
 
@@ -349,14 +349,25 @@ fn object_value<'py>(
     Ok(Value::Object(map))
 }
 
-/// Issues as `(path, keyword, message)` tuples, and the total count (which may be larger).
+/// Issues as `(path, keyword, message)` tuples, and the total count (which may be larger). When
+/// the arguments were too large to list every issue (`Listing`), the one issue found, counted
+/// as one: only the reports (`invalid_arguments_error`) say that more may exist.
 type Found = (Vec<(String, Cow<'static, str>, String)>, usize);
 
-fn issues_to_python((issues, total): (Vec<Issue>, usize)) -> Found {
-    let described = issues
+fn issues_to_python(findings: Findings) -> Found {
+    let described = findings
+        .issues
         .into_iter()
         .map(|issue| (issue.path.as_str().to_owned(), issue.keyword, issue.message));
-    (described.collect(), total)
+    (described.collect(), findings.total)
+}
+
+/// The issues of an argument document against `entry`, bounded by what listing them costs
+/// (see `schema::collect_issues`).
+fn document_issues(entry: &CompiledSchema<Tape>, doc: &Document<'_>, max: usize) -> Findings {
+    collect_issues(&entry.validator, doc.root(), max, &entry.issues, || {
+        document_weight(doc)
+    })
 }
 
 /// Schema guards, a compiled-schema LRU and argument parsing under one set of limits.
@@ -533,7 +544,7 @@ impl PySchemaValidator {
 }
 
 /// The single issue that stands for arguments the reader refused; an interrupt propagates.
-fn unreadable_issue(failure: Unreadable, limits: &Limits) -> PyResult<(Vec<Issue>, usize)> {
+fn unreadable_issue(failure: Unreadable, limits: &Limits) -> PyResult<Findings> {
     let (keyword, message) = match failure {
         Unreadable::Interrupted(err) => return Err(err),
         // Never returned to a caller (the reader starts again over copies); kept honest anyway.
@@ -570,7 +581,7 @@ fn unreadable_issue(failure: Unreadable, limits: &Limits) -> PyResult<(Vec<Issue
         message,
         fixed: false,
     };
-    Ok((vec![issue], 1))
+    Ok(Findings::every(vec![issue]))
 }
 
 /// Validates Python arguments: read into a document (depth and size bounded), then checked.
@@ -579,12 +590,12 @@ fn validate_python(
     instance: &Bound<'_, PyAny>,
     limits: &Limits,
     max_issues: usize,
-) -> PyResult<(Vec<Issue>, usize)> {
+) -> PyResult<Findings> {
     let checked = with_python_document(
         instance,
         limits.max_argument_depth,
         limits.max_argument_bytes,
-        |doc| collect_issues(&entry.validator, doc.root(), max_issues),
+        |doc| document_issues(entry, doc, max_issues),
     );
     checked.or_else(|failure| unreadable_issue(failure, limits))
 }
@@ -897,9 +908,13 @@ impl PySchemaValidator {
     ) -> PyResult<(Bound<'py, PyAny>, Option<Bound<'py, PyAny>>)> {
         let py = schema.py();
         let (arguments, report) = self.with_compiled(schema, |compiled| {
-            compiled
-                .get()
-                .parse_and_report(py, text, tool_name, max_message_bytes, max_issues)
+            compiled.get().parse_and_report_in_full(
+                py,
+                text,
+                tool_name,
+                max_message_bytes,
+                max_issues,
+            )
         })??;
         let problem = report
             .map(|report| invalid_arguments_error(py, report))
@@ -922,7 +937,7 @@ impl PySchemaValidator {
         self.with_compiled(schema, |compiled| {
             compiled
                 .get()
-                .report(py, instance, tool_name, max_message_bytes, max_issues)
+                .report_in_full(py, instance, tool_name, max_message_bytes, max_issues)
         })??
         .map(|report| invalid_arguments_error(py, report))
         .transpose()
@@ -1002,7 +1017,7 @@ impl PyCompiledSchema {
         &self,
         py: Python<'py>,
         tool_name: &str,
-        found: &(Vec<Issue>, usize),
+        found: &Findings,
         max_message_bytes: usize,
     ) -> PyResult<Option<Report<'py>>> {
         report_of(
@@ -1013,6 +1028,37 @@ impl PyCompiledSchema {
             Some(self.path_table(py)),
             Some(&self.messages),
         )
+    }
+
+    /// `report`, with whether the issues are every issue (for the `ErrorInfo`).
+    fn report_in_full<'py>(
+        &self,
+        py: Python<'py>,
+        instance: &Bound<'py, PyAny>,
+        tool_name: &str,
+        max_message_bytes: usize,
+        max_issues: usize,
+    ) -> PyResult<Option<Report<'py>>> {
+        let found = validate_python(&self.entry, instance, &self.limits, max_issues)?;
+        self.report_of(py, tool_name, &found, max_message_bytes)
+    }
+
+    /// `parse_and_report`, with whether the issues are every issue (for the `ErrorInfo`).
+    fn parse_and_report_in_full<'py>(
+        &self,
+        py: Python<'py>,
+        text: &Bound<'py, PyAny>,
+        tool_name: &str,
+        max_message_bytes: usize,
+        max_issues: usize,
+    ) -> PyResult<(Bound<'py, PyAny>, Option<Report<'py>>)> {
+        let mut doc = parse_document(&self.limits, text_source(text, invalid_json_arguments)?)?;
+        let arguments = self.build_arguments(py, &mut doc)?;
+        let found = document_issues(&self.entry, &doc, max_issues);
+        let report = self.report_of(py, tool_name, &found, max_message_bytes)?;
+        drop(found);
+        doc.recycle();
+        Ok((arguments, report))
     }
 
     /// The Python arguments of a parsed document, keys from the schema's property names. The
@@ -1064,11 +1110,7 @@ impl PyCompiledSchema {
     ) -> PyResult<(Bound<'py, PyAny>, Option<Found>)> {
         let mut doc = parse_document(&self.limits, text_source(text, invalid_json_arguments)?)?;
         let arguments = self.build_arguments(py, &mut doc)?;
-        let found = issues_to_python(collect_issues(
-            &self.entry.validator,
-            doc.root(),
-            max_issues,
-        ));
+        let found = issues_to_python(document_issues(&self.entry, &doc, max_issues));
         doc.recycle();
         Ok((arguments, (found.1 > 0).then_some(found)))
     }
@@ -1083,9 +1125,9 @@ impl PyCompiledSchema {
         tool_name: &str,
         max_message_bytes: usize,
         max_issues: usize,
-    ) -> PyResult<Option<Report<'py>>> {
-        let found = validate_python(&self.entry, instance, &self.limits, max_issues)?;
-        self.report_of(py, tool_name, &found, max_message_bytes)
+    ) -> PyResult<Option<ReportTuple<'py>>> {
+        let report = self.report_in_full(py, instance, tool_name, max_message_bytes, max_issues)?;
+        Ok(report.map(Report::into_tuple))
     }
 
     /// `parse_and_validate` with the report of `report`: `(dict, None)` when valid,
@@ -1098,19 +1140,31 @@ impl PyCompiledSchema {
         tool_name: &str,
         max_message_bytes: usize,
         max_issues: usize,
-    ) -> PyResult<(Bound<'py, PyAny>, Option<Report<'py>>)> {
-        let mut doc = parse_document(&self.limits, text_source(text, invalid_json_arguments)?)?;
-        let arguments = self.build_arguments(py, &mut doc)?;
-        let found = collect_issues(&self.entry.validator, doc.root(), max_issues);
-        let report = self.report_of(py, tool_name, &found, max_message_bytes)?;
-        drop(found);
-        doc.recycle();
-        Ok((arguments, report))
+    ) -> PyResult<(Bound<'py, PyAny>, Option<ReportTuple<'py>>)> {
+        let (arguments, report) =
+            self.parse_and_report_in_full(py, text, tool_name, max_message_bytes, max_issues)?;
+        Ok((arguments, report.map(Report::into_tuple)))
     }
 }
 
-/// A report of invalid arguments: the model's message, the issues as `details` dicts, the count.
-type Report<'py> = (String, Bound<'py, PyList>, usize);
+/// A report of invalid arguments: the model's message, the issues as `details` dicts, the count,
+/// and whether they are every issue.
+struct Report<'py> {
+    message: String,
+    issues: Bound<'py, PyList>,
+    total: usize,
+    listing: Listing,
+}
+
+/// A report as `CompiledSchema.report` returns it: `(message, details issues, count)` (the
+/// message says when the issues are not every issue).
+type ReportTuple<'py> = (String, Bound<'py, PyList>, usize);
+
+impl<'py> Report<'py> {
+    fn into_tuple(self) -> ReportTuple<'py> {
+        (self.message, self.issues, self.total)
+    }
+}
 
 /// The `ErrorInfo` a model sees for invalid arguments: the report's message, code
 /// `invalid_tool_arguments`, and `details` with the issues and their count. Built in place as
@@ -1118,7 +1172,12 @@ type Report<'py> = (String, Bound<'py, PyList>, usize);
 /// filled, then given its class; no Python frame runs.
 fn invalid_arguments_error<'py>(
     py: Python<'py>,
-    (message, issues, total): Report<'py>,
+    Report {
+        message,
+        issues,
+        total,
+        listing,
+    }: Report<'py>,
 ) -> PyResult<Bound<'py, PyAny>> {
     static TWIN: PyOnceLock<Py<PyType>> = PyOnceLock::new();
     static ERROR_INFO: PyOnceLock<Py<PyType>> = PyOnceLock::new();
@@ -1127,6 +1186,10 @@ fn invalid_arguments_error<'py>(
     let details = PyDict::new(py);
     details.set_item(intern!(py, "issues"), issues)?;
     details.set_item(intern!(py, "count"), total)?;
+    // Present only when false: a report that lists every issue keeps its usual two keys.
+    if listing != Listing::Every {
+        details.set_item(intern!(py, "complete"), false)?;
+    }
     let info = twin.call0()?;
     info.setattr(intern!(py, "message"), message)?;
     info.setattr(intern!(py, "code"), intern!(py, "invalid_tool_arguments"))?;
@@ -1156,12 +1219,15 @@ fn keyword_string<'py>(py: Python<'py>, keyword: &str) -> Bound<'py, PyString> {
 /// (the same for every instance, so it may come from a schema's `MessageTable`).
 type IssueText<'a> = (&'a str, &'a str, &'a str, bool);
 
-/// The report of `issues` (`total` in all) for `tool_name`, every part cut to its limit.
+/// The report of `issues` (`total` in all, every issue or not as `listing` says) for
+/// `tool_name`, every part cut to its limit.
+#[allow(clippy::too_many_arguments)]
 fn report<'py>(
     py: Python<'py>,
     tool_name: &str,
     issues: &[IssueText<'_>],
     total: usize,
+    listing: Listing,
     max_message_bytes: usize,
     paths: Option<&KeyTable>,
     messages: Option<&MessageTable>,
@@ -1171,6 +1237,7 @@ fn report<'py>(
         issues.iter().map(|&(path, _, message, _)| (path, message)),
         total,
         max_message_bytes,
+        listing,
     );
     let details = PyList::empty(py);
     for &(path, keyword, text, fixed) in issues {
@@ -1187,21 +1254,27 @@ fn report<'py>(
         }
         details.append(issue)?;
     }
-    Ok((message, details, total))
+    Ok(Report {
+        message,
+        issues: details,
+        total,
+        listing,
+    })
 }
 
 fn report_of<'py>(
     py: Python<'py>,
     tool_name: &str,
-    (issues, total): &(Vec<Issue>, usize),
+    found: &Findings,
     max_message_bytes: usize,
     paths: Option<&KeyTable>,
     messages: Option<&MessageTable>,
 ) -> PyResult<Option<Report<'py>>> {
-    if *total == 0 {
+    if found.total == 0 {
         return Ok(None);
     }
-    let borrowed: Vec<IssueText<'_>> = issues
+    let borrowed: Vec<IssueText<'_>> = found
+        .issues
         .iter()
         .map(|issue| {
             (
@@ -1216,7 +1289,8 @@ fn report_of<'py>(
         py,
         tool_name,
         &borrowed,
-        *total,
+        found.total,
+        found.listing,
         max_message_bytes,
         paths,
         messages,
@@ -1259,6 +1333,7 @@ pub(crate) fn format_issue_report<'py>(
         &message_text(tool_name)?,
         &borrowed,
         total,
+        Listing::Every,
         max_message_bytes,
         None,
         None,

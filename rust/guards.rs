@@ -145,6 +145,7 @@ pub enum GuardViolation {
     NonFiniteNumber { path: String },
     UnsupportedDraft { declared: String },
     InvalidSchema { reason: String },
+    PatternTooLarge { path: String, limit: usize },
 }
 
 impl GuardViolation {
@@ -164,6 +165,7 @@ impl GuardViolation {
             Self::NonFiniteNumber { .. } => "schema_non_finite_number",
             Self::UnsupportedDraft { .. } => "schema_unsupported_draft",
             Self::InvalidSchema { .. } => "schema_invalid",
+            Self::PatternTooLarge { .. } => "schema_pattern_too_large",
         }
     }
 }
@@ -251,6 +253,12 @@ impl fmt::Display for GuardViolation {
                 excerpt(declared, 120)
             ),
             Self::InvalidSchema { reason } => write!(f, "schema is not valid: {reason}"),
+            Self::PatternTooLarge { path, limit } => write!(
+                f,
+                "schema pattern at {path} compiles to more than {limit} bytes (the pattern size \
+                 limit); large counted repetitions such as {{1000}}, or Unicode classes repeated \
+                 many times, make a pattern that large"
+            ),
         }
     }
 }
@@ -304,13 +312,15 @@ pub fn scan_json(data: &[u8], max_bytes: usize, max_depth: usize) -> Result<(), 
 }
 
 /// What `check_schema` learned while checking.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SchemaStats {
     pub depth: usize,
     pub keywords: usize,
     pub refs: usize,
     /// `pattern` keywords and `patternProperties` entries of schema objects.
     pub patterns: usize,
+    /// What listing every issue may cost, per value of the arguments (see `IssueWeights`).
+    pub issues: IssueWeights,
 }
 
 /// Keywords whose value is one subschema.
@@ -535,6 +545,7 @@ pub fn check_schema_with_words<'a>(
     if walker.stats.refs > 0 {
         check_expansion(schema, &walker.anchors, limits)?;
     }
+    walker.stats.issues = issue_weights(schema, &walker.anchors, limits);
     Ok((walker.stats, walker.words))
 }
 
@@ -961,14 +972,22 @@ struct Work<'a> {
     /// What `patternProperties`, `additionalProperties` and `unevaluatedProperties` may apply
     /// to any member.
     any_member: u64,
+    /// When weighing issues (`IssueWeights`): the most applied at any one value each level
+    /// down, the value itself first. Not along a path: a value draws only what applies to it.
+    /// Empty when not weighed.
+    levels: Vec<u64>,
+    /// When weighing issues: each level down, the most an `anyOf` or `oneOf` error at one value
+    /// there can hold (`IssueWeights::first_error`).
+    contexts: Vec<u64>,
 }
 
 impl<'a> Work<'a> {
-    fn one() -> Self {
+    fn one(levels: bool) -> Self {
         Work {
             array: 1,
             other: 1,
             object: 1,
+            levels: if levels { vec![1] } else { Vec::new() },
             ..Work::default()
         }
     }
@@ -985,8 +1004,12 @@ impl<'a> Work<'a> {
     }
 
     /// Adds a subschema applied to the same value: members of one name add up, since both
-    /// schemas apply to that member.
+    /// schemas apply to that member. What each applies to one value of a level adds up too,
+    /// though the two may reach different values there: an upper bound.
     fn add_in_place(&mut self, other: &Work<'a>) {
+        add_levels(&mut self.levels, &other.levels, 0);
+        // One error is the first: the heaviest of the contexts, not their sum.
+        max_levels(&mut self.contexts, &other.contexts);
         self.array = self.array.saturating_add(other.array);
         self.other = self.other.saturating_add(other.other);
         self.object = self.object.saturating_add(other.object);
@@ -1008,6 +1031,8 @@ impl<'a> Work<'a> {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Applied<'a> {
     InPlace,
+    /// An `anyOf` or `oneOf` branch: applied in place, and its errors kept in that keyword's own.
+    Branch,
     /// `items`, `prefixItems`, `additionalItems`: one of them applies to a given element.
     ElementOneOf,
     /// `contains`, `unevaluatedItems`: applied to every element besides.
@@ -1028,9 +1053,14 @@ fn applied_subschemas<'a>(
 ) {
     for (key, value) in map {
         match (key.as_str(), value) {
-            ("allOf" | "anyOf" | "oneOf", Value::Array(items)) => {
+            ("allOf", Value::Array(items)) => {
                 for item in items {
                     each(Applied::InPlace, item);
+                }
+            }
+            ("anyOf" | "oneOf", Value::Array(items)) => {
+                for item in items {
+                    each(Applied::Branch, item);
                 }
             }
             ("not" | "if" | "then" | "else", item) => each(Applied::InPlace, item),
@@ -1175,7 +1205,7 @@ fn levels_below(applied: Applied<'_>, below: Option<usize>) -> Option<usize> {
         return Some(0); // weighing without depth: every place is the same
     };
     match applied {
-        Applied::InPlace => Some(below),
+        Applied::InPlace | Applied::Branch => Some(below),
         Applied::Text => Some(0),
         _ => below.checked_sub(1),
     }
@@ -1192,19 +1222,48 @@ enum Slot<'a> {
 
 /// The work of one schema object from its own keyword count and the work of each subschema it
 /// applies, in the order of `slots`.
-fn weigh<'a>(own: u64, slots: &[Slot<'a>], subschemas: impl Iterator<Item = Work<'a>>) -> Work<'a> {
+fn weigh<'a>(
+    own: u64,
+    slots: &[Slot<'a>],
+    subschemas: impl Iterator<Item = Work<'a>>,
+    levels: bool,
+) -> Work<'a> {
     let mut work = Work {
         array: own,
         other: own,
         object: own,
+        levels: if levels { vec![own] } else { Vec::new() },
         ..Work::default()
     };
     let (mut element_one_of, mut element_also, mut text) = (0u64, 0u64, 0u64);
     let mut heaviest_dynamic: Option<Work<'a>> = None;
+    // Per level below: what applies to one element, and to one member (its name included);
+    // and the most of any dynamic target. What the branches of this object's `anyOf` and
+    // `oneOf` raise at this value, kept in their errors; and the contexts below.
+    let (mut element, mut element_too, mut dynamic) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut member, mut member_too) = (Vec::new(), Vec::new());
+    let (mut branches, mut contexts, mut dynamic_contexts) = (0u64, Vec::new(), Vec::new());
     for (slot, found) in slots.iter().zip(subschemas) {
+        if levels
+            && !matches!(
+                *slot,
+                Slot::Reference | Slot::Dynamic | Slot::Sub(Applied::InPlace | Applied::Branch)
+            )
+        {
+            max_levels(&mut contexts, &found.contexts);
+        }
         match *slot {
             Slot::Reference | Slot::Sub(Applied::InPlace) => work.add_in_place(&found),
+            Slot::Sub(Applied::Branch) => {
+                work.add_in_place(&found);
+                // A branch that raises errors below this value keeps them all in one error.
+                let below = found.levels.iter().skip(1).any(|&units| units > 0);
+                let here = found.levels.first().copied().unwrap_or(0);
+                branches = branches.saturating_add(if below { u64::MAX } else { here });
+            }
             Slot::Dynamic => {
+                max_levels(&mut dynamic, &found.levels);
+                max_levels(&mut dynamic_contexts, &found.contexts);
                 if heaviest_dynamic
                     .as_ref()
                     .is_none_or(|known| found.most() > known.most())
@@ -1212,26 +1271,84 @@ fn weigh<'a>(own: u64, slots: &[Slot<'a>], subschemas: impl Iterator<Item = Work
                     heaviest_dynamic = Some(found);
                 }
             }
-            Slot::Sub(Applied::ElementOneOf) => element_one_of = element_one_of.max(found.most()),
+            Slot::Sub(Applied::ElementOneOf) => {
+                element_one_of = element_one_of.max(found.most());
+                max_levels(&mut element, &found.levels);
+            }
             Slot::Sub(Applied::ElementAlso) => {
                 element_also = element_also.saturating_add(found.most());
+                add_levels(&mut element_too, &found.levels, 0);
             }
-            Slot::Sub(Applied::Named(name)) => work.add_named(name, found.most()),
+            // The names of one object's `properties` differ: one member takes one of them.
+            Slot::Sub(Applied::Named(name)) => {
+                work.add_named(name, found.most());
+                max_levels(&mut member, &found.levels);
+            }
             Slot::Sub(Applied::AnyMember) => {
                 work.any_member = work.any_member.saturating_add(found.most());
+                add_levels(&mut member_too, &found.levels, 0);
             }
-            Slot::Sub(Applied::Text) => text = text.saturating_add(found.most()),
+            Slot::Sub(Applied::Text) => {
+                text = text.saturating_add(found.most());
+                add_levels(&mut member_too, &found.levels, 0);
+            }
         }
     }
     if let Some(found) = heaviest_dynamic {
+        let levels = std::mem::take(&mut work.levels);
+        let contexts = std::mem::take(&mut work.contexts);
         work.add_in_place(&found);
+        // Any of the dynamic targets may apply: the most of each, not the heaviest's.
+        work.levels = levels;
+        work.contexts = contexts;
+        add_levels(&mut work.levels, &dynamic, 0);
+        max_levels(&mut work.contexts, &dynamic_contexts);
     }
     work.array = work
         .array
         .saturating_add(element_one_of.saturating_add(element_also));
     work.object = work.object.saturating_add(text);
     work.other = work.other.saturating_add(text);
+    // A value one level down is an element or a member (with its name), not both.
+    if levels {
+        // One of the element schemas, and all of those for every element; one of the names,
+        // and all of those for any member.
+        add_levels(&mut element, &element_too, 0);
+        add_levels(&mut member, &member_too, 0);
+        max_levels(&mut element, &member);
+        add_levels(&mut work.levels, &element, 1);
+        if !contexts.is_empty() {
+            contexts.insert(0, 0);
+            max_levels(&mut work.contexts, &contexts);
+        }
+        if branches > 0 {
+            max_levels(&mut work.contexts, &[branches]);
+        }
+    }
     work
+}
+
+/// Adds `other` into `levels`, level by level, `shift` levels down.
+fn add_levels(levels: &mut Vec<u64>, other: &[u64], shift: usize) {
+    if other.is_empty() {
+        return;
+    }
+    if levels.len() < other.len() + shift {
+        levels.resize(other.len() + shift, 0);
+    }
+    for (into, &from) in levels[shift..].iter_mut().zip(other) {
+        *into = into.saturating_add(from);
+    }
+}
+
+/// The most of `levels` and `other`, level by level, into `levels`.
+fn max_levels(levels: &mut Vec<u64>, other: &[u64]) {
+    if levels.len() < other.len() {
+        levels.resize(other.len(), 0);
+    }
+    for (into, &from) in levels.iter_mut().zip(other) {
+        *into = (*into).max(from);
+    }
 }
 
 /// Refuses a schema whose references make validation apply more keywords along one path of the
@@ -1255,12 +1372,20 @@ fn check_expansion<'a>(
     // Most schemas with references do not loop: weighed once per schema, without depth, they
     // get a bound at least as large (every level counted), and most fit it. Only a schema that
     // loops back on itself, or does not fit, is weighed again, per level of the arguments.
+    let mut keywords = |map: &serde_json::Map<String, Value>| map.len().max(1) as u64;
     let fits = matches!(
-        weigh_expansion(schema, anchors, budget, None),
-        Expansion::Acyclic(true)
+        weigh_expansion(schema, anchors, budget, None, &mut keywords, false),
+        Expansion::Fits { .. }
     ) || matches!(
-        weigh_expansion(schema, anchors, budget, Some(limits.max_argument_depth)),
-        Expansion::Acyclic(true) | Expansion::Loops
+        weigh_expansion(
+            schema,
+            anchors,
+            budget,
+            Some(limits.max_argument_depth),
+            &mut keywords,
+            false
+        ),
+        Expansion::Fits { .. } | Expansion::Loops
     );
     if fits {
         Ok(())
@@ -1272,10 +1397,15 @@ fn check_expansion<'a>(
     }
 }
 
-/// What weighing a schema found: whether it fits the bound, or (weighing without depth) that
-/// it loops back on itself.
+/// What weighing a schema found: the weight when it fits the bound, that it does not, or
+/// (weighing without depth) that it loops back on itself.
 enum Expansion {
-    Acyclic(bool),
+    /// It fits; what applies at one value of each level, and the contexts there (`Work::levels`
+    /// and `Work::contexts`, when weighed).
+    Fits {
+        root: (Vec<u64>, Vec<u64>),
+    },
+    Over,
     Loops,
 }
 
@@ -1306,12 +1436,16 @@ enum Task<'a> {
 /// then end at the last level, and a loop of schemas applied in place counts once), otherwise
 /// once per schema (and a loop of any kind answers `Loops`). Subschemas reached through the
 /// schema's own nesting are weighed as they come; only those reached through a reference are
-/// looked up and kept by place, so a schema costs little more than one walk.
+/// looked up and kept by place, so a schema costs little more than one walk. `own` weighs a
+/// schema object's own keywords (a schema that is not an object weighs one); `levels` asks for
+/// `Work::levels` too.
 fn weigh_expansion<'a>(
     schema: &'a Value,
     anchors: &AHashMap<AnchorKey, &'a Value>,
     budget: u64,
     depth: Option<usize>,
+    own: &mut impl FnMut(&'a serde_json::Map<String, Value>) -> u64,
+    levels: bool,
 ) -> Expansion {
     let mut done: AHashMap<Place, Work<'a>> = AHashMap::new();
     let mut open: AHashSet<Place> = AHashSet::new();
@@ -1335,7 +1469,7 @@ fn weigh_expansion<'a>(
                 shared,
             } => {
                 let Value::Object(map) = node else {
-                    results.push(Work::one());
+                    results.push(Work::one(levels));
                     continue;
                 };
                 if shared {
@@ -1348,7 +1482,7 @@ fn weigh_expansion<'a>(
                         if depth.is_none() {
                             return Expansion::Loops;
                         }
-                        results.push(Work::one()); // a loop of in-place schemas
+                        results.push(Work::one(levels)); // a loop of in-place schemas
                         continue;
                     }
                 }
@@ -1391,12 +1525,13 @@ fn weigh_expansion<'a>(
                 shared,
                 slots,
             } => {
-                let own = node.as_object().map_or(1, |map| map.len().max(1)) as u64;
+                let own = node.as_object().map_or(1, &mut *own);
                 let from = results.len() - (slot_stack.len() - slots);
-                let work = weigh(own, &slot_stack[slots..], results.drain(from..).rev());
+                let found = results.drain(from..).rev();
+                let work = weigh(own, &slot_stack[slots..], found, levels);
                 slot_stack.truncate(slots);
                 if work.most() > budget {
-                    return Expansion::Acyclic(false);
+                    return Expansion::Over;
                 }
                 if shared {
                     let here = place(node, resource, below.unwrap_or(0));
@@ -1407,7 +1542,145 @@ fn weigh_expansion<'a>(
             }
         }
     }
-    Expansion::Acyclic(true)
+    let root = results.pop().unwrap_or_default();
+    Expansion::Fits {
+        root: (root.levels, root.contexts),
+    }
+}
+
+/// Bytes that one issue unit stands for: about what one validation error of the `jsonschema`
+/// crate takes (its boxed record, its kind and its instance path take 300 to 400 bytes), so
+/// that text an error copies can be weighed in the same units as the errors themselves.
+pub const ISSUE_UNIT_BYTES: u64 = 256;
+
+/// Bytes a copy of one JSON value takes as a `serde_json::Value`, besides its text: the value
+/// itself, and the slot that holds it in its array or object.
+pub const VALUE_COPY_BYTES: u64 = 80;
+
+/// What listing the issues of an instance can cost, from the schema alone, in issue units
+/// (`ISSUE_UNIT_BYTES`). Listing every issue materialises all of them at once (the `jsonschema`
+/// crate collects every error before it hands over the first), so the bindings multiply these
+/// by a weight of the arguments (`schema::DocumentWeight`) before they ask for the issues.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct IssueWeights {
+    /// For each level of the arguments (the root value first), an upper bound on the issues
+    /// validation can raise at any one value there, and the schema text they copy: the keywords
+    /// that can fail and apply to that value (a reference counts its target each time it
+    /// applies, as the expansion guard counts it), each `required` (or `dependentRequired`) name
+    /// one issue, and the text a failing keyword copies into its error (a `not` copies its whole
+    /// subschema) in units of `ISSUE_UNIT_BYTES`. Nothing applies below the last level listed.
+    pub per_level: Box<[u64]>,
+    /// For each level of the arguments, the issues the first error at one value there can hold
+    /// besides itself: an `anyOf` or `oneOf` error keeps the errors of every branch, so the
+    /// first error is more than one issue when the first keyword to fail is one of them. Zero
+    /// without such keywords; what the branches of one of them raise at that value; `u64::MAX`
+    /// when a branch may raise errors below that value, where what it keeps grows with the
+    /// arguments.
+    pub first_error: Box<[u64]>,
+}
+
+/// `bytes` in issue units, rounded up.
+fn units_of_bytes(bytes: u64) -> u64 {
+    bytes.div_ceil(ISSUE_UNIT_BYTES)
+}
+
+/// Bytes a `serde_json::Value` copy of `value` takes, about: `VALUE_COPY_BYTES` for each value
+/// and member, and the text of its strings and keys. One pass on an explicit stack.
+fn value_copy_bytes(value: &Value) -> u64 {
+    let mut bytes = 0u64;
+    let mut stack = vec![value];
+    while let Some(node) = stack.pop() {
+        bytes = bytes.saturating_add(VALUE_COPY_BYTES);
+        match node {
+            Value::String(text) => bytes = bytes.saturating_add(text.len() as u64),
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => {
+                for (key, item) in map {
+                    bytes = bytes.saturating_add(key.len() as u64);
+                    stack.push(item);
+                }
+            }
+            _ => {}
+        }
+    }
+    bytes
+}
+
+/// The text a list of names copies into its errors (`required` and `dependentRequired` copy
+/// each name into the error of that name): one issue per name, and the names' bytes.
+fn name_list_units(names: &[Value]) -> u64 {
+    let bytes: u64 = names
+        .iter()
+        .map(|name| {
+            name.as_str()
+                .map_or(VALUE_COPY_BYTES, |text| text.len() as u64)
+        })
+        .sum();
+    (names.len() as u64).saturating_add(units_of_bytes(bytes))
+}
+
+/// The issues a schema object's own keywords can raise at one value, in issue units: one for each
+/// keyword that can fail, one for each name `required` and `dependentRequired` (or draft 7
+/// `dependencies`) list, and the text a failing keyword copies into its error. Annotations and
+/// unknown keywords raise nothing. `copies` keeps what `not` subschemas weigh, by place, so a
+/// subschema weighed at many places of the arguments is read once.
+fn own_issue_units(
+    map: &serde_json::Map<String, Value>,
+    copies: &mut AHashMap<*const Value, u64>,
+) -> u64 {
+    let mut units = 0u64;
+    for (key, value) in map {
+        let extra = match (key.as_str(), value) {
+            ("required", Value::Array(names)) => name_list_units(names),
+            ("dependentRequired" | "dependencies", Value::Object(entries)) => entries
+                .values()
+                .filter_map(Value::as_array)
+                .map(|names| name_list_units(names))
+                .fold(0, u64::saturating_add),
+            // The error of `not` holds a copy of the whole subschema.
+            ("not", subschema) => *copies
+                .entry(std::ptr::from_ref(subschema))
+                .or_insert_with(|| units_of_bytes(value_copy_bytes(subschema))),
+            (
+                "pattern" | "format" | "contentEncoding" | "contentMediaType",
+                Value::String(text),
+            ) => units_of_bytes(text.len() as u64),
+            _ => 0,
+        };
+        let counted = u64::from(VALIDATING_KEYWORDS.contains(&key.as_str()));
+        units = units.saturating_add(counted).saturating_add(extra);
+    }
+    units
+}
+
+/// The issue weights of `schema` (see `IssueWeights`). Weighed as the expansion guard weighs
+/// references, with no budget: once per schema, or, when the schema loops back on itself, per
+/// level of the arguments (one more than `max_argument_depth`: the values inside the deepest
+/// container).
+fn issue_weights(
+    schema: &Value,
+    anchors: &AHashMap<AnchorKey, &Value>,
+    limits: &Limits,
+) -> IssueWeights {
+    let mut copies: AHashMap<*const Value, u64> = AHashMap::new();
+    let mut own = |map: &serde_json::Map<String, Value>| own_issue_units(map, &mut copies);
+    let root = match weigh_expansion(schema, anchors, u64::MAX, None, &mut own, true) {
+        Expansion::Fits { root } => root,
+        Expansion::Loops | Expansion::Over => {
+            let depth = Some(limits.max_argument_depth + 1);
+            match weigh_expansion(schema, anchors, u64::MAX, depth, &mut own, true) {
+                Expansion::Fits { root } => root,
+                Expansion::Loops | Expansion::Over => {
+                    let unknown = vec![u64::MAX; limits.max_argument_depth + 2];
+                    (unknown.clone(), unknown)
+                }
+            }
+        }
+    };
+    IssueWeights {
+        per_level: root.0.into(),
+        first_error: root.1.into(),
+    }
 }
 
 #[cfg(test)]
@@ -1418,6 +1691,114 @@ mod tests {
 
     fn check(schema: &Value) -> Result<SchemaStats, GuardViolation> {
         check_schema(schema, &Limits::default())
+    }
+
+    fn issues(schema: &Value) -> IssueWeights {
+        check(schema).unwrap().issues
+    }
+
+    #[test]
+    fn issue_weights_count_what_applies_at_each_level() {
+        // Level 0: `type` and `properties`; level 1: `type` and `items`; level 2: `required`,
+        // one issue per name and one for the names' text.
+        let schema = json!({
+            "type": "object",
+            "properties": {"a": {"type": "array", "items": {"required": ["x", "y"]}}},
+            "description": "annotations raise nothing",
+        });
+        let weights = issues(&schema);
+        assert_eq!(&*weights.per_level, &[2, 2, 4]);
+        assert!(weights.first_error.iter().all(|&kept| kept == 0));
+        // Members of different names never add up; what applies to one member does.
+        let members = json!({
+            "properties": {"a": {"minimum": 1, "maximum": 2}, "b": {"type": "string"}},
+            "additionalProperties": {"type": "integer"},
+        });
+        assert_eq!(&*issues(&members).per_level, &[2, 3]);
+        let names: Vec<String> = (0..5000).map(|at| format!("r{at}")).collect();
+        let many = json!({"items": {"required": names}});
+        assert!(issues(&many).per_level[1] > 5000);
+    }
+
+    #[test]
+    fn issue_weights_count_a_reference_each_time_it_applies() {
+        let names: Vec<String> = (0..500).map(|at| format!("r{at}")).collect();
+        let mut defs = serde_json::Map::new();
+        for at in 0..6 {
+            let next = format!("#/$defs/d{}", at + 1);
+            defs.insert(
+                format!("d{at}"),
+                json!({"anyOf": [{"$ref": next}, {"$ref": next}]}),
+            );
+        }
+        defs.insert("d6".into(), json!({"required": names}));
+        let schema = json!({"$defs": defs, "$ref": "#/$defs/d0"});
+        let weights = issues(&schema);
+        assert!(weights.per_level[0] >= 64 * 500, "{weights:?}");
+        // Every branch keeps its errors in its `anyOf` error, all at the same value.
+        assert!(weights.first_error[0] >= 32 * 500, "{weights:?}");
+        assert!(weights.first_error[0] < u64::MAX);
+    }
+
+    #[test]
+    fn a_branch_that_reaches_below_its_value_keeps_an_unbounded_context() {
+        let below = json!({"properties": {"a": {"anyOf": [
+            {"type": "array", "items": {"required": ["x"]}},
+            {"type": "null"},
+        ]}}});
+        assert_eq!(&*issues(&below).first_error, &[0, u64::MAX]);
+        let here = json!({"properties": {"a": {"anyOf": [
+            {"type": "string", "maxLength": 3},
+            {"type": "null"},
+            false,
+        ]}}});
+        assert_eq!(&*issues(&here).first_error, &[0, 4]);
+    }
+
+    #[test]
+    fn issue_weights_count_the_text_errors_copy() {
+        let long = "x".repeat(100_000);
+        let copied = issues(&json!({"not": {"description": long}}));
+        assert!(copied.per_level[0] > 100_000 / ISSUE_UNIT_BYTES);
+        let pattern = issues(&json!({"pattern": "^a"}));
+        assert_eq!(&*pattern.per_level, &[2]);
+    }
+
+    #[test]
+    fn recursive_schemas_weigh_each_level_not_the_sum_of_levels() {
+        let tree = json!({
+            "type": "object",
+            "properties": {"children": {"type": "array", "items": {"$ref": "#"}}},
+            "required": ["name"],
+        });
+        let weights = issues(&tree);
+        let limits = Limits::default();
+        assert!(weights.per_level.len() <= limits.max_argument_depth + 2);
+        assert!(weights.per_level.len() > 10);
+        assert!(
+            weights.per_level.iter().all(|&units| units <= 8),
+            "{weights:?}"
+        );
+    }
+
+    #[test]
+    fn the_expansion_guard_is_unchanged_by_the_issue_weights() {
+        // Still refused, and still accepted, as before the weighing kept levels.
+        let mut defs = serde_json::Map::new();
+        for at in 0..30 {
+            let next = format!("#/$defs/d{}", at + 1);
+            defs.insert(
+                format!("d{at}"),
+                json!({"anyOf": [{"$ref": next}, {"$ref": next}]}),
+            );
+        }
+        defs.insert("d30".into(), json!({"type": "string"}));
+        let doubling = json!({"$defs": defs, "$ref": "#/$defs/d0"});
+        assert_eq!(
+            check(&doubling).map(|_| ()).unwrap_err().code(),
+            "schema_expansion_too_large"
+        );
+        assert!(check(&json!({"anyOf": [{"$ref": "#"}, {"type": "string"}]})).is_ok());
     }
 
     fn words(schema: &Value) -> (Vec<&str>, Vec<&str>) {

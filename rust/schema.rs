@@ -22,7 +22,11 @@ use jsonschema::{Draft, PatternCache, PatternOptions, Retrieve, Uri, ValidationE
 use lru::LruCache;
 use serde_json::Value;
 
-use crate::guards::{GuardViolation, Limits, check_schema_with_words};
+use crate::document::{Document, Entry};
+use crate::guards::{
+    GuardViolation, ISSUE_UNIT_BYTES, IssueWeights, Limits, VALUE_COPY_BYTES,
+    check_schema_with_words,
+};
 
 /// Pattern keywords compiled through one shared `PatternCache` before it is replaced by an
 /// empty one: the cache is what lets schemas that repeat a pattern compile it once, and the
@@ -63,15 +67,38 @@ pub fn draft_of(schema: &Value) -> Result<Draft, GuardViolation> {
     }
 }
 
+/// The largest program a `pattern` (or a `patternProperties` name) may compile to, in bytes
+/// (the `regex` crate's `size_limit`). The linear-time engine can spend time in proportion to
+/// the program's size on every byte it matches: when a pattern's lazy DFA gives up (an
+/// unanchored `a(a|b){300}!` makes it), the engine that takes over steps every state of the
+/// program for each byte, about 0.08 ns per program byte per subject byte. At this limit the
+/// worst pattern measured (`a(a|b){961}!`) costs about 30 us per byte each time a string is
+/// matched (30 s for a 1 MiB string), where the crate's default of 10 MiB allowed `[^\n]{8000}z`
+/// over 300 us per byte; ordinary patterns cost a few nanoseconds per byte whatever their size.
+/// The limit keeps two Unicode property classes in one pattern (`^\p{Lu}\p{Ll}+$`): `\p{Letter}`
+/// alone compiles to about 43 KB (the official test suite uses `^\p{Letter}+$`). ASCII classes
+/// cost about 70 bytes per repetition and ECMA-262 `.` about 1.3 KB, in the middle of a pattern
+/// (`x.{97}y` fits, `x.{98}y` does not); the crate counts a class repeated over the whole
+/// pattern (`^\p{L}{1,100}$`) and cuts a count at either end (`\p{L}{1,100}` is `\p{L}`) without
+/// compiling the repetition.
+pub const MAX_PATTERN_BYTES: usize = 128 * 1024;
+
+/// The `regex` crate's own default `size_limit`, what patterns compiled under before
+/// `MAX_PATTERN_BYTES`: a pattern refused at our limit that compiles at this one is refused for
+/// its size (`schema_pattern_too_large`), one that does not stays `schema_invalid`.
+const REGEX_DEFAULT_SIZE_LIMIT: usize = 10 * 1024 * 1024;
+
 /// Runs the guards and compiles a validator for instances in the JSON representation `F`
 /// (`serde_json` values in the tests, argument documents in the bindings), sharing compiled
 /// patterns through `patterns` when given. Returns the validator and how many pattern keywords
 /// the schema holds.
 ///
-/// Patterns run on the `regex` crate's linear-time engine under its own default size limits
-/// (10 MiB compiled program, 2 MiB lazy DFA cache per pattern). Limits of our own would make the
-/// crate compile every pattern in full at build time, where by default it matches simple
-/// patterns (`^[0-9]{4}$`) without a regex engine at all.
+/// Patterns run on the `regex` crate's linear-time engine, each compiled program at most
+/// `MAX_PATTERN_BYTES` (the lazy DFA cache keeps the crate's default of 2 MiB per pattern: a
+/// larger one does not help the patterns that defeat it). With a size limit set the crate
+/// compiles every pattern in full when the schema is built, so a pattern past the limit is
+/// refused then, never while validating; simple anchored patterns (`^[0-9]{4}$`) are still
+/// matched without the regex engine on ASCII text.
 pub fn build_validator<F: Json>(
     schema: &Value,
     limits: &Limits,
@@ -82,21 +109,51 @@ pub fn build_validator<F: Json>(
     let mut options = jsonschema::options_for::<F>()
         .with_draft(draft)
         .with_retriever(DenyRetriever)
-        .with_pattern_options(PatternOptions::regex())
+        .with_pattern_options(PatternOptions::regex().size_limit(MAX_PATTERN_BYTES))
         .should_validate_formats(false);
     if let Some(patterns) = patterns {
         options = options.with_pattern_cache(patterns.clone());
     }
-    let validator = options
-        .build(schema)
-        .map_err(|err| GuardViolation::InvalidSchema {
+    let validator = options.build(schema).map_err(|err| {
+        pattern_too_large(&err).unwrap_or_else(|| GuardViolation::InvalidSchema {
             reason: crate::guards::excerpt(&err.masked().to_string(), 300),
-        })?;
+        })
+    })?;
     Ok(Built {
         validator,
         patterns: stats.patterns,
+        issues: stats.issues,
         property_names: each_once(names.property_names),
         choices: each_once(names.choices),
+    })
+}
+
+/// The refusal of a pattern the crate would not compile within `MAX_PATTERN_BYTES` but does
+/// within the `regex` crate's own default limit; None for every other build error: a pattern
+/// that is not a regex, not one the linear-time engine supports, or too large even for that
+/// limit (as before there was ours) stays `schema_invalid`. Runs only for a schema that failed
+/// to build: one compile of the pattern alone, at most 10 MiB of program (tens of ms).
+fn pattern_too_large(err: &ValidationError<'_>) -> Option<GuardViolation> {
+    let ValidationErrorKind::Format { format } = err.kind() else {
+        return None;
+    };
+    let Value::String(pattern) = err.instance().as_ref() else {
+        return None;
+    };
+    if format != "regex" {
+        return None;
+    }
+    let alone = serde_json::json!({ "pattern": pattern });
+    jsonschema::options()
+        .with_retriever(DenyRetriever)
+        .with_pattern_options(PatternOptions::regex().size_limit(REGEX_DEFAULT_SIZE_LIMIT))
+        .should_validate_formats(false)
+        .build(&alone)
+        .ok()?;
+    let path = err.schema_path().as_str();
+    Some(GuardViolation::PatternTooLarge {
+        path: crate::guards::excerpt(if path.is_empty() { "/" } else { path }, 200),
+        limit: MAX_PATTERN_BYTES,
     })
 }
 
@@ -115,6 +172,8 @@ pub struct Built<F: Json> {
     pub validator: Validator<F>,
     /// Pattern keywords the schema holds.
     pub patterns: usize,
+    /// What listing the issues of an instance may cost, from the schema alone.
+    pub issues: IssueWeights,
     /// Its property names, each once.
     pub property_names: Box<[Box<str>]>,
     /// The short strings of its `enum` and `const` keywords, each once.
@@ -176,46 +235,356 @@ pub fn known_keyword(keyword: &str) -> Option<usize> {
     KEYWORDS.iter().position(|known| *known == keyword)
 }
 
-/// Up to `max` issues of `instance` against `validator`; empty when valid.
+/// The most issue units (`guards::ISSUE_UNIT_BYTES` each) listing every issue of one instance
+/// may cost: the `jsonschema` crate materialises every error before it hands over the first
+/// (an `anyOf` error holds its branches' errors too), so a report that lists every issue costs
+/// memory and time in proportion to all of them. Past this estimate
+/// (`DocumentWeight::listing_cost`: at each level of the arguments, its values times what one
+/// value there may draw) only the first issue is found. The estimate is an upper bound, several times what tool calls produce; at the
+/// budget the hostile schemas measured take at most about 50 MiB and 80 ms, where without it a
+/// 39 KB schema and 2.4 KB of arguments took 1.4 GiB (see `docs/validation.md`); the largest
+/// estimate of any test's arguments is about two thirds of it.
+pub const MAX_LISTING_UNITS: u64 = 1 << 17;
+
+/// How many issues a report lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listing {
+    /// Every issue was found; the total is exact.
+    Every,
+    /// Only the first issue was found: listing every one could take more than
+    /// `MAX_LISTING_UNITS`.
+    FirstOnly,
+    /// No issue was located: even the first error could take more than `MAX_LISTING_UNITS`
+    /// (its `anyOf` or `oneOf` keeps errors from the whole of a large value), so the one issue
+    /// is `unlocated_issue()`, at the root.
+    Unlocated,
+}
+
+/// Issues of one instance: the first `max` of them, how many there were, and whether that is
+/// every issue (`listing`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Findings {
+    pub issues: Vec<Issue>,
+    pub total: usize,
+    pub listing: Listing,
+}
+
+impl Findings {
+    /// A valid instance.
+    pub fn none() -> Self {
+        Self {
+            issues: Vec::new(),
+            total: 0,
+            listing: Listing::Every,
+        }
+    }
+
+    /// Exactly these issues.
+    pub fn every(issues: Vec<Issue>) -> Self {
+        let total = issues.len();
+        Self {
+            issues,
+            total,
+            listing: Listing::Every,
+        }
+    }
+}
+
+/// What the arguments add to the cost of listing their issues, in issue units: multiplied by a
+/// schema's `IssueWeights`, an upper bound on what the errors take. Level by level: `every`
+/// weighs listing every issue (each value may draw the issues of its level,
+/// `IssueWeights::per_level`), `one` weighs one error at one value there at most (what the
+/// first error's `anyOf` or `oneOf` keeps, `IssueWeights::first_error`, is made of such).
+/// An error copies its instance path; an error about an array copies the whole array as a
+/// `serde_json::Value` (what an argument document lends the crate, see `DocNode::lazy_value`),
+/// one about an object may copy its member names (`additionalProperties`), and one about a
+/// string may copy the string (draft 7 `contentEncoding`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DocumentWeight {
+    levels: Vec<LevelWeight>,
+}
+
+/// One level of a `DocumentWeight` as it is gathered: the values there, the bytes their errors
+/// may copy, and the most one error there may copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct LevelWeight {
+    values: u64,
+    bytes: u64,
+    most: u64,
+}
+
+impl DocumentWeight {
+    /// Per level, what listing every issue there costs per issue one value draws.
+    pub fn every(&self) -> impl Iterator<Item = u64> + '_ {
+        self.levels.iter().map(|level| {
+            let bytes = level.bytes.div_ceil(ISSUE_UNIT_BYTES);
+            level.values.saturating_add(bytes)
+        })
+    }
+
+    /// Per level, what one error about one value there costs at most.
+    pub fn one(&self) -> impl Iterator<Item = u64> + '_ {
+        self.levels
+            .iter()
+            .map(|level| 1 + level.most.div_ceil(ISSUE_UNIT_BYTES))
+    }
+
+    /// What listing every issue may cost against a schema of `weights`: each level's values
+    /// times what one value there may draw.
+    pub fn listing_cost(&self, weights: &IssueWeights) -> u64 {
+        self.every()
+            .zip(weights.per_level.iter())
+            .map(|(values, &issues)| values.saturating_mul(issues))
+            .fold(0, u64::saturating_add)
+    }
+
+    /// What the first error may cost against a schema of `weights`: the heaviest `anyOf` or
+    /// `oneOf` context at any level, each of its issues as heavy as one error there can be.
+    pub fn first_error_cost(&self, weights: &IssueWeights) -> u64 {
+        self.one()
+            .zip(weights.first_error.iter())
+            .map(|(one, &kept)| one.saturating_mul(kept))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// A value at `level`: each of its errors copies its instance path, its name (into the
+    /// errors of `propertyNames`), and `copied` (its member names, or its text).
+    fn value(&mut self, level: usize, path: u64, name: u64, copied: u64) {
+        if self.levels.len() <= level {
+            self.levels.resize(level + 1, LevelWeight::default());
+        }
+        let own = path.saturating_add(name).saturating_add(copied);
+        let at = &mut self.levels[level];
+        at.values += 1;
+        at.bytes = at.bytes.saturating_add(own);
+        at.most = at.most.max(own);
+    }
+
+    /// An array at `level`, whose errors each copy the whole of it.
+    fn array(&mut self, level: usize, path: u64, copy: u64) {
+        let at = &mut self.levels[level];
+        at.bytes = at.bytes.saturating_add(copy);
+        at.most = at.most.max(path.saturating_add(copy));
+    }
+}
+
+/// `DocumentWeight` of `doc`, in one walk from the root on an explicit stack of the containers
+/// open (as deep as the arguments, whatever their size): each value is weighed on the way down,
+/// and each array again on the way up, when the size of its copy is known. Asked only for
+/// arguments that failed validation.
+pub fn document_weight(doc: &Document<'_>) -> DocumentWeight {
+    let mut weight = DocumentWeight {
+        levels: Vec::with_capacity(8),
+    };
+    if doc.is_empty() {
+        weight.value(0, 0, 0, 0);
+        return weight;
+    }
+    let mut open: Vec<Open> = Vec::with_capacity(8);
+    let mut value = Some((doc.root_index(), 0usize, 0u64, 0u64));
+    loop {
+        // Weigh the next value, opening it if it is a container; else close what is done.
+        if let Some((at, level, path, name)) = value.take() {
+            let copy = VALUE_COPY_BYTES.saturating_add(name);
+            match *doc.entry(at) {
+                entry @ Entry::Array { .. } => {
+                    weight.value(level, path, name, 0);
+                    open.push(Open {
+                        entry: erase(entry),
+                        level,
+                        path,
+                        name,
+                        done: 0,
+                        copy,
+                    });
+                }
+                entry @ Entry::Object { start, len, .. } => {
+                    // An `additionalProperties` error copies the object's member names.
+                    let names = doc
+                        .object_members(start, len)
+                        .iter()
+                        .map(|member| VALUE_COPY_BYTES + doc.text(&member.key).len() as u64)
+                        .fold(0, u64::saturating_add);
+                    weight.value(level, path, name, names);
+                    open.push(Open {
+                        entry: erase(entry),
+                        level,
+                        path,
+                        name,
+                        done: 0,
+                        copy,
+                    });
+                }
+                // A string may be copied by its own errors (draft 7 `contentEncoding`).
+                Entry::Str(ref text) => {
+                    let text = doc.text(text).len() as u64;
+                    weight.value(level, path, name, text);
+                    add_copy(&mut open, copy.saturating_add(text));
+                }
+                _ => {
+                    weight.value(level, path, name, 0);
+                    add_copy(&mut open, copy);
+                }
+            }
+            continue;
+        }
+        let Some(top) = open.last_mut() else { break };
+        let (level, path) = (top.level + 1, top.path);
+        match top.entry {
+            Entry::Array { start, len } if top.done < len => {
+                let index = top.done;
+                top.done += 1;
+                let element = doc.array_elements(start, len)[index as usize];
+                let digits = u64::from(index.checked_ilog10().unwrap_or(0) + 1);
+                value = Some((element, level, path + 1 + digits, 0));
+            }
+            Entry::Object { start, len, .. } if top.done < len => {
+                let member = doc.object_members(start, len)[top.done as usize];
+                top.done += 1;
+                let key = doc.text(&member.key).len() as u64;
+                // Escaped, a name's path segment is at most twice its length.
+                value = Some((member.value, level, path + 1 + 2 * key, key));
+            }
+            _ => {
+                let Some(done) = open.pop() else { break };
+                // Every error about an array copies the whole array.
+                if matches!(done.entry, Entry::Array { .. }) {
+                    weight.array(done.level, done.path.saturating_add(done.name), done.copy);
+                }
+                add_copy(&mut open, done.copy);
+            }
+        }
+    }
+    weight
+}
+
+/// A container entry without the lifetime of its document's text (it holds none).
+fn erase(entry: Entry<'_>) -> Entry<'static> {
+    match entry {
+        Entry::Array { start, len } => Entry::Array { start, len },
+        Entry::Object { start, len, sorted } => Entry::Object { start, len, sorted },
+        _ => Entry::Null,
+    }
+}
+
+/// A container `document_weight` is walking: its entry, level, instance path bytes, name bytes
+/// (a member's), how many of its values are done, and what a copy of it takes so far.
+struct Open {
+    entry: Entry<'static>,
+    level: usize,
+    path: u64,
+    name: u64,
+    done: u32,
+    copy: u64,
+}
+
+/// Adds what a copy of a value takes to the copy of the container holding it.
+fn add_copy(open: &mut [Open], copy: u64) {
+    if let Some(holder) = open.last_mut() {
+        holder.copy = holder.copy.saturating_add(copy);
+    }
+}
+
+/// The one issue of arguments too large to locate a problem in (`Listing::Unlocated`).
+pub fn unlocated_issue() -> Issue {
+    Issue {
+        path: Location::new(),
+        keyword: Cow::Borrowed("schema"),
+        message: "the arguments do not match the schema".to_owned(),
+        fixed: true,
+    }
+}
+
+/// The issues of `instance` against `validator`: up to `max` of them and how many there were
+/// (every error is counted; only the first `max` are described); none when it is valid.
 ///
-/// Returns the issues and how many there were in all (every error is counted; only the first
-/// `max` are described).
+/// The answer is the `is_valid` verdict; only how many issues are found depends on cost.
+/// `weights` (the schema's) and `document` (the arguments', asked for only when they are
+/// invalid) bound what listing costs: every issue when `DocumentWeight::listing_cost` is
+/// within `MAX_LISTING_UNITS`; else only the first issue (`Validator::validate`, which stops
+/// there), when that error's `anyOf` and `oneOf` branches cannot take more
+/// (`DocumentWeight::first_error_cost`); else one issue that locates nothing.
 pub fn collect_issues<'i, F: Json>(
     validator: &'i Validator<F>,
     instance: F::Node<'i>,
     max: usize,
-) -> (Vec<Issue>, usize)
+    weights: &IssueWeights,
+    document: impl FnOnce() -> DocumentWeight,
+) -> Findings
 where
     F::Node<'i>: Copy,
 {
     if validator.is_valid(instance) {
-        return (Vec::new(), 0);
+        return Findings::none();
+    }
+    let weight = document();
+    if weight.listing_cost(weights) > MAX_LISTING_UNITS {
+        let first = (weight.first_error_cost(weights) <= MAX_LISTING_UNITS)
+            .then(|| validator.validate(instance).err())
+            .flatten();
+        return match first {
+            Some(error) => Findings {
+                issues: if max > 0 {
+                    vec![issue_of(&error)]
+                } else {
+                    Vec::new()
+                },
+                total: 1,
+                listing: Listing::FirstOnly,
+            },
+            None => Findings {
+                issues: if max > 0 {
+                    vec![unlocated_issue()]
+                } else {
+                    Vec::new()
+                },
+                total: 1,
+                listing: Listing::Unlocated,
+            },
+        };
     }
     let mut issues = Vec::new();
     let mut total = 0;
     for error in validator.iter_errors(instance) {
         total += 1;
         if issues.len() < max {
-            // Room for most messages up front: `to_string` would grow the string from empty,
-            // reallocating three or four times per message.
-            let mut message = String::with_capacity(MESSAGE_ROOM);
-            write_masked_message(&mut message, &error);
-            let fixed = message_is_fixed(error.kind());
-            issues.push(Issue {
-                path: error.instance_path().clone(),
-                keyword: {
-                    let keyword = error.kind().keyword();
-                    known_keyword(keyword).map_or_else(
-                        || Cow::Owned(keyword.to_owned()),
-                        |at| Cow::Borrowed(KEYWORDS[at]),
-                    )
-                },
-                message,
-                fixed,
-            });
+            issues.push(issue_of(&error));
         }
     }
-    (issues, total)
+    Findings {
+        issues,
+        total,
+        listing: Listing::Every,
+    }
+}
+
+/// Bytes of an issue's message kept: the crate's message of some keywords quotes the keyword's
+/// whole value (a `not` its subschema, a `const` its value), and up to `max` issues are kept at
+/// once. Reports show at most `MAX_ISSUE_MESSAGE_BYTES` of a message.
+pub const MAX_KEPT_MESSAGE_BYTES: usize = 1024;
+
+/// The issue `error` describes.
+fn issue_of(error: &ValidationError<'_>) -> Issue {
+    // Room for most messages up front: `to_string` would grow the string from empty,
+    // reallocating three or four times per message.
+    let mut message = String::with_capacity(MESSAGE_ROOM);
+    write_masked_message(&mut message, error);
+    if message.len() > MAX_KEPT_MESSAGE_BYTES {
+        message = cut(&message, MAX_KEPT_MESSAGE_BYTES).into_owned();
+    }
+    Issue {
+        path: error.instance_path().clone(),
+        keyword: {
+            let keyword = error.kind().keyword();
+            known_keyword(keyword).map_or_else(
+                || Cow::Owned(keyword.to_owned()),
+                |at| Cow::Borrowed(KEYWORDS[at]),
+            )
+        },
+        message,
+        fixed: message_is_fixed(error.kind()),
+    }
 }
 
 /// Whether the masked message of `kind` is written from the schema keyword's own value only:
@@ -422,10 +791,46 @@ fn in_word(c: char) -> bool {
     !(c.is_whitespace() || matches!(c, '\'' | '"' | '(' | ')' | '[' | ']' | ',' | ';'))
 }
 
+/// What a report says after the issues it could not list in full (`Listing`).
+const FIRST_ONLY_NOTE: &str = " (only the first problem is listed: the arguments are too large \
+                               to list every problem against this schema)";
+const UNLOCATED_NOTE: &str =
+    " (the arguments are too large to locate their problems against this schema)";
+
 /// The message a model sees for invalid arguments of `tool_name`: the first issues (at most
 /// `MAX_ISSUES_IN_MESSAGE`) as `"<path>: <message>"`, within `max_bytes`, and how many more
-/// there were. `issues` yields `(path, message)`; `total` counts every issue found.
+/// there were. `issues` yields `(path, message)`; `total` counts every issue found. When
+/// `listing` says they are not every issue, the message says so in place of the count, and the
+/// note is kept whole within `max_bytes` (the issue is cut for it).
 pub fn report_message<'i>(
+    tool_name: &str,
+    issues: impl IntoIterator<Item = (&'i str, &'i str)>,
+    total: usize,
+    max_bytes: usize,
+    listing: Listing,
+) -> String {
+    let note = match listing {
+        Listing::Every => return listed_message(tool_name, issues, total, max_bytes),
+        Listing::FirstOnly => FIRST_ONLY_NOTE,
+        Listing::Unlocated => UNLOCATED_NOTE,
+    };
+    let body = listed_message(
+        tool_name,
+        issues.into_iter().take(1),
+        0,
+        max_bytes.saturating_sub(note.len()).max(1),
+    );
+    let mut message = String::with_capacity(body.len() + note.len());
+    message.push_str(&body);
+    message.push_str(note);
+    if message.len() <= max_bytes {
+        return message;
+    }
+    cut(&message, max_bytes).into_owned()
+}
+
+/// `report_message` for issues it lists in full.
+fn listed_message<'i>(
     tool_name: &str,
     issues: impl IntoIterator<Item = (&'i str, &'i str)>,
     total: usize,
@@ -471,6 +876,8 @@ pub fn report_message<'i>(
 /// A compiled schema with the canonical bytes it was built from (to tell digests apart).
 pub struct CompiledSchema<F: Json = SerdeJson> {
     pub validator: Validator<F>,
+    /// What listing the issues of an instance may cost, from the schema alone.
+    pub issues: IssueWeights,
     /// The property names the schema declares, each once (from the first
     /// `guards::MAX_PROPERTY_NAMES` met): the keys that arguments built for it will most likely
     /// hold.
@@ -591,6 +998,7 @@ impl<F: Json> SchemaCache<F> {
         }
         let entry = Arc::new(CompiledSchema {
             validator: built.validator,
+            issues: built.issues,
             property_names: built.property_names,
             choices: built.choices,
             canonical: canonical.into(),
@@ -629,8 +1037,22 @@ impl<F: Json> SchemaCache<F> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::document::{Repeats, Source, Tape, parse};
     use proptest::prelude::*;
     use serde_json::json;
+
+    /// `collect_issues` with nothing to bound: the first `max` issues and how many in all.
+    fn listed(validator: &Validator, instance: &Value, max: usize) -> (Vec<Issue>, usize) {
+        let found = collect_issues(
+            validator,
+            instance,
+            max,
+            &IssueWeights::default(),
+            DocumentWeight::default,
+        );
+        assert_eq!(found.listing, Listing::Every);
+        (found.issues, found.total)
+    }
 
     /// Every error of `instance` against `schema`: our message and the crate's masked text.
     fn both_messages(schema: &Value, instance: &Value) -> Vec<(String, String)> {
@@ -813,7 +1235,7 @@ mod tests {
             let mut seen = std::collections::HashMap::<String, String>::new();
             for value in [&first, &second] {
                 let instance = json!({"x": value, "y": value});
-                for issue in collect_issues(&validator, &instance, 64).0 {
+                for issue in listed(&validator, &instance, 64).0 {
                     if issue.fixed {
                         let earlier = seen.entry(issue.keyword.to_string()).or_insert_with(|| issue.message.clone());
                         prop_assert_eq!(&*earlier, &issue.message);
@@ -827,13 +1249,13 @@ mod tests {
     fn messages_naming_properties_are_not_fixed() {
         let schema = json!({"properties": {}, "required": ["a"], "additionalProperties": false});
         let validator = jsonschema::validator_for(&schema).unwrap();
-        let (issues, _) = collect_issues(&validator, &json!({"b": 1}), 8);
+        let (issues, _) = listed(&validator, &json!({"b": 1}), 8);
         assert_eq!(issues.len(), 2);
         assert!(issues.iter().all(|issue| !issue.fixed));
-        let (issues, _) = collect_issues(&validator, &json!({"a": "x", "b": 1}), 8);
+        let (issues, _) = listed(&validator, &json!({"a": "x", "b": 1}), 8);
         assert!(issues.iter().all(|issue| !issue.fixed));
         let typed = jsonschema::validator_for(&json!({"type": "string"})).unwrap();
-        assert!(collect_issues(&typed, &json!(1), 8).0[0].fixed);
+        assert!(listed(&typed, &json!(1), 8).0[0].fixed);
     }
 
     fn canonical(value: &Value) -> Vec<u8> {
@@ -871,11 +1293,11 @@ mod tests {
             .unwrap()
             .validator;
         let valid = json!({"city": "Paris"});
-        assert!(collect_issues(&validator, &valid, 8).0.is_empty());
+        assert!(listed(&validator, &valid, 8).0.is_empty());
         let invalid = json!({"days": "sk-secret-value"});
-        let (issues, total) = collect_issues(&validator, &invalid, 1);
+        let (issues, total) = listed(&validator, &invalid, 1);
         assert_eq!((issues.len(), total), (1, 2));
-        let (issues, _) = collect_issues(&validator, &invalid, 8);
+        let (issues, _) = listed(&validator, &invalid, 8);
         let keywords: Vec<&str> = issues.iter().map(|issue| &*issue.keyword).collect();
         assert!(keywords.contains(&"required"));
         assert!(keywords.contains(&"type"));
@@ -885,6 +1307,189 @@ mod tests {
                 .all(|issue| !issue.message.contains("sk-secret-value"))
         );
         assert!(issues.iter().any(|issue| issue.path.as_str() == "/days"));
+    }
+
+    fn tape(schema: &Value) -> Built<Tape> {
+        build_validator::<Tape>(schema, &Limits::default(), None).unwrap()
+    }
+
+    fn doc(text: &str) -> Document<'_> {
+        parse(Source::Text(text), 1 << 20, 64, Repeats::Resolve).unwrap()
+    }
+
+    /// The findings of `text` against `built`, as the bindings ask for them.
+    fn findings(built: &Built<Tape>, text: &str) -> Findings {
+        let doc = doc(text);
+        collect_issues(&built.validator, doc.root(), 256, &built.issues, || {
+            document_weight(&doc)
+        })
+    }
+
+    fn required_items(names: usize) -> Value {
+        let names: Vec<String> = (0..names).map(|at| format!("r{at}")).collect();
+        json!({
+            "type": "object",
+            "properties": {"a": {"type": "array", "items": {"type": "object", "required": names}}},
+        })
+    }
+
+    fn empty_objects(count: usize) -> String {
+        format!("{{\"a\":[{}]}}", vec!["{}"; count].join(","))
+    }
+
+    #[test]
+    fn every_issue_is_listed_while_the_estimate_fits() {
+        let built = tape(&required_items(5000));
+        let found = findings(&built, &empty_objects(2));
+        assert_eq!((found.total, found.listing), (10_000, Listing::Every));
+        assert_eq!(found.issues.len(), 256);
+        assert!(findings(&built, r#"{"a": []}"#).issues.is_empty());
+    }
+
+    #[test]
+    fn past_the_budget_only_the_first_issue_is_found_and_the_verdict_stands() {
+        let built = tape(&required_items(5000));
+        let found = findings(&built, &empty_objects(800));
+        assert_eq!((found.total, found.listing), (1, Listing::FirstOnly));
+        let issue = &found.issues[0];
+        assert_eq!((issue.path.as_str(), &*issue.keyword), ("/a/0", "required"));
+        assert_eq!(issue.message, "\"r0\" is a required property");
+        // Invalid however many issues are listed; valid arguments stay valid.
+        let doc = doc(r#"{"a": []}"#);
+        assert!(built.validator.is_valid(doc.root()));
+    }
+
+    #[test]
+    fn a_first_error_that_would_hold_the_whole_value_is_not_located() {
+        let names: Vec<String> = (0..5000).map(|at| format!("r{at}")).collect();
+        let schema = json!({"properties": {"a": {"anyOf": [
+            {"type": "array", "items": {"required": names}},
+            {"type": "null"},
+        ]}}});
+        let built = tape(&schema);
+        let found = findings(&built, &empty_objects(800));
+        assert_eq!((found.total, found.listing), (1, Listing::Unlocated));
+        assert_eq!(found.issues, [unlocated_issue()]);
+        // Small arguments still list every issue, the branches' included.
+        let found = findings(&built, &empty_objects(1));
+        assert_eq!((found.total, found.listing), (1, Listing::Every));
+        assert_eq!(&*found.issues[0].keyword, "anyOf");
+    }
+
+    #[test]
+    fn a_first_error_with_a_bounded_context_is_located() {
+        let choices: Vec<Value> = (0..50).map(|at| json!({"const": at})).collect();
+        let schema = json!({"properties": {"a": {"items": {"anyOf": choices}}}});
+        let built = tape(&schema);
+        let text = format!("{{\"a\":[{}]}}", vec!["-1"; 20_000].join(","));
+        let found = findings(&built, &text);
+        assert_eq!((found.total, found.listing), (1, Listing::FirstOnly));
+        assert_eq!(
+            (found.issues[0].path.as_str(), &*found.issues[0].keyword),
+            ("/a/0", "anyOf")
+        );
+    }
+
+    #[test]
+    fn document_weight_counts_values_paths_and_copies_per_level() {
+        let weigh = |text: &str| {
+            let weight = document_weight(&doc(text));
+            (
+                weight.every().collect::<Vec<_>>(),
+                weight.one().collect::<Vec<_>>(),
+            )
+        };
+        let (every, _) = weigh(r#"{"a": [1, 2, 3], "b": "x"}"#);
+        assert_eq!(every.len(), 3);
+        // The root; `a` and `b` (the array's copy is charged where its errors are); 3 numbers.
+        assert_eq!(every[0], 1 + 1);
+        assert!(every[1] > 2);
+        assert_eq!(every[2], 3 + 1);
+        // A long name lengthens the path of every value below it, and what its errors copy.
+        let (every, one) = weigh(&format!(r#"{{"{}": [1, 2, 3]}}"#, "k".repeat(10_000)));
+        assert!(every[2] > 3 * 2 * 10_000 / ISSUE_UNIT_BYTES);
+        assert!(one[1] > 10_000 / ISSUE_UNIT_BYTES);
+        // An array's errors copy the whole of it.
+        let (every, one) = weigh(&format!(r#"{{"a": ["{}"]}}"#, "x".repeat(100_000)));
+        assert!(every[1] > 100_000 / ISSUE_UNIT_BYTES);
+        assert!(one[1] > 100_000 / ISSUE_UNIT_BYTES);
+    }
+
+    #[test]
+    fn an_incomplete_report_says_so_within_its_limit() {
+        let issues = [("/a/0", "\"r0\" is a required property")];
+        let first = report_message("t", issues, 1, 1024, Listing::FirstOnly);
+        assert_eq!(
+            first,
+            format!(
+                "Invalid arguments for tool t: /a/0: \"r0\" is a required property{FIRST_ONLY_NOTE}"
+            )
+        );
+        let unlocated = [("", "the arguments do not match the schema")];
+        let message = report_message("t", unlocated, 1, 1024, Listing::Unlocated);
+        assert!(message.ends_with(UNLOCATED_NOTE), "{message}");
+        assert!(message.contains("/: the arguments do not match the schema"));
+        // A tight limit cuts the issue, never the note.
+        let long = "x ".repeat(200);
+        let tight = report_message("t", [("/a", long.as_str())], 1, 200, Listing::FirstOnly);
+        assert!(
+            tight.len() <= 200 && tight.ends_with(FIRST_ONLY_NOTE),
+            "{tight}"
+        );
+        // A complete report reads as before.
+        let every = report_message("t", issues, 3, 1024, Listing::Every);
+        assert!(every.ends_with("(and 2 more)"), "{every}");
+    }
+
+    #[test]
+    fn long_messages_are_cut_when_kept() {
+        let schema = json!({"not": {"description": "x ".repeat(5000)}});
+        let built = tape(&schema);
+        let found = findings(&built, "{}");
+        assert_eq!(found.total, 1);
+        assert!(found.issues[0].message.len() <= MAX_KEPT_MESSAGE_BYTES);
+    }
+
+    #[test]
+    fn patterns_past_the_size_limit_are_refused_for_their_size() {
+        let refused = |pattern: &str| {
+            build_validator::<SerdeJson>(
+                &json!({"properties": {"a": {"pattern": pattern}}}),
+                &Limits::default(),
+                None,
+            )
+            .err()
+        };
+        for pattern in [
+            r"[^\n]{2000}z",
+            "(a|b){8000}!",
+            "a{100000}",
+            r"\p{L}{8}x\p{L}{8}",
+        ] {
+            let violation = refused(pattern).expect(pattern);
+            assert_eq!(violation.code(), "schema_pattern_too_large", "{pattern}");
+            assert!(
+                violation.to_string().contains("/properties/a/pattern"),
+                "{violation}"
+            );
+        }
+        for pattern in ["(", "(?<=a)b", r"\p{NotAClass}"] {
+            assert_eq!(refused(pattern).map(|v| v.code()), Some("schema_invalid"));
+        }
+        for pattern in [
+            r"^\p{Letter}+$",
+            r"^\w{1,64}$",
+            r"\p{L}{1,100}",
+            "x.{36}y",
+            r"^\p{Lu}\p{Ll}+$",
+        ] {
+            assert!(refused(pattern).is_none(), "{pattern}");
+        }
+        let names = json!({"patternProperties": {"(a|b){4000}!": {}}});
+        let violation = build_validator::<SerdeJson>(&names, &Limits::default(), None)
+            .err()
+            .unwrap();
+        assert_eq!(violation.code(), "schema_pattern_too_large");
     }
 
     #[test]
@@ -981,7 +1586,9 @@ mod tests {
         let cache: SchemaCache = SchemaCache::new(Limits::default());
         let mut most = 0;
         for n in 0..MAX_SHARED_PATTERNS + 100 {
-            let schema = json!({"type": "string", "pattern": format!("^a{{{n}}}$")});
+            // Distinct patterns, each well within `MAX_PATTERN_BYTES`.
+            let (low, high) = (n % 64, n / 64);
+            let schema = json!({"type": "string", "pattern": format!("^a{{{low}}}b{{{high}}}$")});
             cache.compile(&schema, &canonical(&schema)).unwrap();
             most = most.max(cache.shared_patterns());
         }

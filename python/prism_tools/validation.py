@@ -41,12 +41,14 @@ DEFAULT_MAX_MESSAGE_BYTES = 1024
 
 Found: TypeAlias = tuple[list[tuple[str, str, str]], int]
 """Issues as ``(path, keyword, message)`` (the first ``MAX_ISSUES_IN_DETAILS``) and how many
-there were in all."""
+there were in all. Arguments too large to list every issue of (see ``docs/validation.md``) give
+only the first issue, counted as one; the ``ErrorInfo`` reports say so."""
 VALID: Found = ([], 0)
 
 # The core builds the invalid-arguments ErrorInfo in place through its mutable twin (see
 # _frozen.twin): code "invalid_tool_arguments", name "ArgumentValidationError", details
-# {"issues": [...], "count": n}.
+# {"issues": [...], "count": n}, plus "complete": False when the arguments were too large to
+# list every issue (then "issues" holds the first one, or one at the root that locates nothing).
 _ErrorInfoTwin = twin(ErrorInfo)
 
 

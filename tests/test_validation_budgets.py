@@ -1,0 +1,319 @@
+"""What validation may spend on hostile input: listing issues, and matching patterns.
+
+Listing every issue makes the ``jsonschema`` crate hold every error at once (an ``anyOf`` error
+holds its branches' errors too): a 39 KB schema whose array items each ``require`` 5,000
+properties, against 800 empty objects (2.4 KB of arguments), took 1.4 GiB. Past a budget the core
+now finds only the first issue, and says so; the verdict never changes. A pattern whose compiled
+program passes the pattern size limit is refused when the schema is compiled.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+import pytest
+
+from prism_tools import (
+    SchemaGuardError,
+    ToolCall,
+    ToolDefinition,
+    ToolExecutionContext,
+    check_schema,
+    create_json_schema_adapter,
+    create_json_schema_tool_argument_validator,
+    create_tool_registry,
+    dispatch_tool_call,
+)
+from prism_tools.types import ErrorInfo
+
+NAMES = [f"r{index}" for index in range(5000)]
+# Each item of `a` must hold 5,000 properties: every empty object is 5,000 issues.
+REQUIRED_ITEMS: dict[str, Any] = {
+    "type": "object",
+    "properties": {"a": {"type": "array", "items": {"type": "object", "required": NAMES}}},
+}
+# The same items behind an `anyOf`, as an optional list is written: its one error would hold
+# the errors of every item.
+OPTIONAL_ITEMS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "a": {
+            "anyOf": [
+                {"type": "array", "items": {"type": "object", "required": NAMES}},
+                {"type": "null"},
+            ]
+        }
+    },
+}
+FIRST_ONLY = (
+    "(only the first problem is listed: the arguments are too large to list every problem "
+    "against this schema)"
+)
+UNLOCATED = "(the arguments are too large to locate their problems against this schema)"
+
+
+def empty_objects(count: int) -> str:
+    return '{"a":[' + ",".join(["{}"] * count) + "]}"
+
+
+def tool(schema: dict[str, Any], ran: list[object] | None = None) -> ToolDefinition:
+    async def execute(args: dict[str, Any], context: ToolExecutionContext) -> str:
+        if ran is not None:
+            ran.append(args)
+        return "ran"
+
+    return ToolDefinition(name="t", description="d", parameters=schema, execute=execute)
+
+
+def report(schema: dict[str, Any], arguments: Any) -> ErrorInfo:
+    validator = create_json_schema_tool_argument_validator()
+    problem = validator(tool(schema), arguments)
+    assert isinstance(problem, ErrorInfo)
+    return problem
+
+
+def details(problem: ErrorInfo) -> dict[str, Any]:
+    assert isinstance(problem.details, dict)
+    return problem.details
+
+
+# --- listing issues ------------------------------------------------------------------------
+
+
+def test_arguments_too_large_to_list_get_their_first_issue_and_say_so() -> None:
+    problem = report(REQUIRED_ITEMS, json.loads(empty_objects(800)))
+    assert problem.code == "invalid_tool_arguments"
+    assert details(problem) == {
+        "issues": [
+            {"path": "/a/0", "keyword": "required", "message": '"r0" is a required property'}
+        ],
+        "count": 1,
+        "complete": False,
+    }
+    assert problem.message == (
+        f'Invalid arguments for tool t: /a/0: "r0" is a required property {FIRST_ONLY}'
+    )
+
+
+def test_every_path_to_the_issues_is_bounded() -> None:
+    adapter = create_json_schema_adapter()
+    text = empty_objects(800)
+    arguments, found = adapter.parse_and_find(REQUIRED_ITEMS, text)
+    assert found == ([("/a/0", "required", '"r0" is a required property')], 1)
+    assert adapter.found(REQUIRED_ITEMS, arguments) == found
+    assert [issue.to_dict() for issue in adapter.validate(REQUIRED_ITEMS, arguments)] == [
+        {"path": "/a/0", "keyword": "required", "message": '"r0" is a required property'}
+    ]
+    assert adapter.parse_and_validate(REQUIRED_ITEMS, text)[1] == adapter.validate(
+        REQUIRED_ITEMS, arguments
+    )
+    assert not adapter.is_valid(REQUIRED_ITEMS, arguments)
+    compiled = adapter.compiled(REQUIRED_ITEMS)
+    assert compiled.validate(arguments) == found
+    assert compiled.parse_and_validate(text)[1] == found
+    reported = compiled.report(arguments, "t")
+    assert reported is not None
+    assert reported[0].endswith(FIRST_ONLY)
+    assert reported[2] == 1
+    validator = create_json_schema_tool_argument_validator()
+    checked = validator.parse_checked(tool(REQUIRED_ITEMS), text)
+    assert checked is not None
+    problem = checked[1]
+    assert isinstance(problem, ErrorInfo)
+    assert details(problem)["complete"] is False
+
+
+async def test_dispatch_blocks_the_call_and_the_tool_never_runs() -> None:
+    ran: list[object] = []
+    registry = create_tool_registry([tool(REQUIRED_ITEMS, ran)], check_schemas=True)
+    validate = create_json_schema_tool_argument_validator(missing_schema="reject")
+    context = ToolExecutionContext(session_id="s", run_id="r", tool_call_id="c1")
+    for arguments in (empty_objects(800), json.loads(empty_objects(800))):
+        result = await dispatch_tool_call(
+            ToolCall("c1", "t", arguments), registry=registry, context=context, validate=validate
+        )
+        assert result.error is not None
+        assert result.error.code == "invalid_tool_arguments"
+        assert details(result.error)["complete"] is False
+        assert details(result.error)["count"] == 1
+    assert ran == []
+
+
+def test_an_anyof_that_would_hold_every_item_locates_nothing() -> None:
+    problem = report(OPTIONAL_ITEMS, json.loads(empty_objects(800)))
+    assert details(problem) == {
+        "issues": [
+            {"path": "", "keyword": "schema", "message": "the arguments do not match the schema"}
+        ],
+        "count": 1,
+        "complete": False,
+    }
+    assert problem.message == (
+        f"Invalid arguments for tool t: /: the arguments do not match the schema {UNLOCATED}"
+    )
+
+
+def test_an_anyof_of_few_branches_still_gives_its_first_issue() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "array", "items": {"anyOf": [{"const": i} for i in range(50)]}}
+        },
+    }
+    problem = report(schema, {"a": [-1] * 20_000})
+    assert details(problem)["complete"] is False
+    assert [(issue["path"], issue["keyword"]) for issue in details(problem)["issues"]] == [
+        ("/a/0", "anyOf")
+    ]
+
+
+@pytest.mark.parametrize("schema", [REQUIRED_ITEMS, OPTIONAL_ITEMS])
+@pytest.mark.parametrize("count", [0, 1, 2, 800])
+def test_the_verdict_never_depends_on_the_listing(schema: dict[str, Any], count: int) -> None:
+    adapter = create_json_schema_adapter()
+    validator = create_json_schema_tool_argument_validator()
+    invalid = json.loads(empty_objects(count))
+    valid = {"a": [dict.fromkeys(NAMES, 1)] * min(count, 2)}
+    assert adapter.is_valid(schema, invalid) is (count == 0)
+    assert (validator(tool(schema), invalid) is None) is (count == 0)
+    assert adapter.is_valid(schema, valid)
+    assert validator(tool(schema), valid) is None
+
+
+def test_ordinary_reports_keep_every_issue_and_the_exact_count() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "rows": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"id": {"type": "integer"}, "name": {"type": "string"}},
+                    "required": ["id", "name", "when"],
+                },
+            }
+        },
+    }
+    problem = report(schema, {"rows": [{"id": "x"}] * 100})
+    assert "complete" not in details(problem)
+    assert details(problem)["count"] == 300
+    assert len(details(problem)["issues"]) == 256
+    assert problem.message.endswith(" more)")
+    assert "too large" not in problem.message
+    # Two items of the hostile schema are still listed in full.
+    two = report(REQUIRED_ITEMS, json.loads(empty_objects(2)))
+    assert (details(two)["count"], "complete" in details(two)) == (10_000, False)
+
+
+def test_listing_stays_within_tens_of_mebibytes() -> None:
+    """Peak memory in a fresh interpreter (the core's allocations are not Python's); before the
+    budget these 2.4 KB of arguments took 1.4 GiB."""
+    script = textwrap.dedent(
+        f"""
+        import json, resource
+        from prism_tools import create_json_schema_adapter
+        adapter = create_json_schema_adapter()
+        schema = {json.dumps(REQUIRED_ITEMS)}
+        adapter.check_schema(schema)
+        adapter.parse_and_find(schema, "{{}}")
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        for count in (800, 20, 2):
+            adapter.parse_and_find(schema, '{{"a":[' + ",".join(["{{}}"] * count) + "]}}")
+        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+        """
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    grown_kib = int(ran.stdout.split()[-1])
+    assert grown_kib < 256 * 1024, f"peak memory grew {grown_kib} KiB"
+
+
+# --- pattern size ----------------------------------------------------------------------------
+
+
+LARGE_PATTERNS = [
+    r"[^\n]{2000}z",
+    r"[^\n]{8000}z",
+    "(a|b){4000}!",
+    "[a-z]{4000}!",
+    ".{4000}z",
+    r"\p{L}{4}x",
+    "a(a|b){1000}!",
+]
+
+
+def refusal(schema: dict[str, Any]) -> SchemaGuardError:
+    with pytest.raises(SchemaGuardError) as caught:
+        check_schema(schema)
+    return caught.value
+
+
+@pytest.mark.parametrize("pattern", LARGE_PATTERNS)
+def test_patterns_past_the_size_limit_are_refused_when_compiled(pattern: str) -> None:
+    for schema, where in [
+        ({"type": "object", "properties": {"s": {"pattern": pattern}}}, "/properties/s/pattern"),
+        ({"type": "object", "propertyNames": {"pattern": pattern}}, "/propertyNames/pattern"),
+        ({"type": "object", "patternProperties": {pattern: {}}}, "/patternProperties"),
+    ]:
+        error = refusal(schema)
+        assert error.reason == "schema_pattern_too_large"
+        assert "pattern size limit" in str(error)
+        assert f"schema pattern at {where}" in str(error)
+
+
+async def test_dispatch_answers_a_large_pattern_with_the_guard_reason() -> None:
+    ran: list[object] = []
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": "(a|b){4000}!"}}}
+    registry = create_tool_registry([tool(schema, ran)])
+    validate = create_json_schema_tool_argument_validator()
+    context = ToolExecutionContext(session_id="s", run_id="r", tool_call_id="c1")
+    result = await dispatch_tool_call(
+        ToolCall("c1", "t", '{"s": "ab!"}'), registry=registry, context=context, validate=validate
+    )
+    assert result.error is not None
+    assert result.error.code == "schema_guard"
+    assert result.error.details == {"reason": "schema_pattern_too_large"}
+    assert ran == []
+
+
+@pytest.mark.parametrize("pattern", ["(", "(?<=a)b", r"\p{NotAClass}"])
+def test_patterns_that_are_not_regexes_stay_invalid(pattern: str) -> None:
+    assert refusal({"pattern": pattern}).reason == "schema_invalid"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "matching", "other"),
+    [
+        (r"^\p{Letter}+$", "Größe", "größe1"),
+        (r"^\p{digit}+$", "١٢٣", "12a"),
+        (r"^\w{1,64}$", "user_name_1", "user name"),
+        (r"\p{L}{1,100}", "1é2", "123"),
+        (r"^\p{L}{1,100}$", "é" * 100, "é" * 101),
+        ("x.{36}y", "x" + "é" * 36 + "y", "x" + "é" * 35 + "y"),
+        (r"^\p{Lu}\p{Ll}+$", "Éa", "éa"),
+        (r"[\u4e00-\u9fff]{1,50}", "名前", "name"),
+        ("^[0-9]{4}-[0-9]{2}-[0-9]{2}$", "2024-05-01", "2024-5-01"),
+        (r"^(\([0-9]{3}\))?[0-9]{3}-[0-9]{4}$", "(555)123-4567", "555-12-4567"),
+        (r"^\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$", " -1.5e3 ", "1.2.3"),
+        ("^[^@]+@[^@]+\\.[^@]+$", "a@b.co", "a@b"),
+        ("a(a|b){300}!", "a" + "ab" * 150 + "!", "a!"),
+    ],
+)
+def test_ordinary_patterns_still_compile_and_match(pattern: str, matching: str, other: str) -> None:
+    adapter = create_json_schema_adapter()
+    for schema, good, bad in [
+        ({"type": "string", "pattern": pattern}, matching, other),
+        (
+            {"type": "object", "patternProperties": {pattern: {"type": "integer"}}},
+            {matching: 1},
+            {matching: "x"},
+        ),
+    ]:
+        check_schema(schema)
+        assert adapter.is_valid(schema, good)
+        assert not adapter.is_valid(schema, bad)
