@@ -1641,18 +1641,21 @@ class _Run:
             self.tracker,
         )
 
-    async def dispatch_one(self, call: ToolCall, options: tuple[Any, ...]) -> ToolResult:
-        context = _context(
+    def call_context(self, call_id: str) -> ToolExecutionContext:
+        """The context a call of this run is checked and run with."""
+        return _context(
             self.session.id,
             self.id,
-            call.id,
+            call_id,
             self.signal,
             self.metadata,
             ignore_progress,
             self.agent.identity,
             None,  # idempotency_key: dispatch derives it for tools with a durable effect
         )
-        return await dispatch_tool_call(call, self.registry, context, *options)
+
+    async def dispatch_one(self, call: ToolCall, options: tuple[Any, ...]) -> ToolResult:
+        return await dispatch_tool_call(call, self.registry, self.call_context(call.id), *options)
 
     async def audit_answered(
         self, calls: Sequence[ToolCall], answered: Mapping[str, ErrorInfo]
@@ -1666,19 +1669,9 @@ class _Run:
         for call in calls:
             error = answered.get(call.id)
             if error is not None:
-                context = _context(
-                    self.session.id,
-                    self.id,
-                    call.id,
-                    self.signal,
-                    self.metadata,
-                    ignore_progress,
-                    agent.identity,
-                    None,
-                )
                 await record_refusal(
                     call,
-                    context,
+                    self.call_context(call.id),
                     "execution_denied",
                     error,
                     emit=emit,
