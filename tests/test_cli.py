@@ -531,10 +531,19 @@ def test_a_catalog_file_name_reaches_the_terminal_escaped(tmp_path: Path) -> Non
     assert b"odd\\x1b[2Jname.json" in completed.stdout
 
 
-def test_a_reader_that_goes_away_stops_the_output_quietly() -> None:
-    # As in `prism-tools list | head -1`: the pipe closes after the first line.
+def test_a_reader_that_goes_away_stops_the_output_quietly(tmp_path: Path) -> None:
+    # As in `prism-tools check big.json | head -1`: the pipe closes after the first line. The
+    # report (a line for each of 20,000 refused schemas, about 4 MiB) is far beyond what a pipe
+    # buffers (64 KiB by default, 1 MiB at most), so the command is still writing when the reader
+    # goes away, whatever the scheduling. A short output could all fit in the pipe first.
+    catalog = tmp_path / "big.json"
+    refused = {"type": "object", "properties": {"__proto__": {}}}
+    entries = [
+        {"name": f"tool_{index}_{'n' * 100}", "parameters": refused} for index in range(20000)
+    ]
+    catalog.write_text(json.dumps(entries))
     child = subprocess.Popen(
-        [sys.executable, "-m", "prism_tools", "list"],
+        [sys.executable, "-m", "prism_tools", "check", str(catalog)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
