@@ -131,21 +131,64 @@ impl Limits {
 /// never quotes argument values.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GuardViolation {
-    ArgumentsTooLarge { bytes: usize, limit: usize },
-    ArgumentsTooDeep { limit: usize },
-    SchemaTooLarge { bytes: usize, limit: usize },
-    SchemaTooLargeAtLeast { bytes: usize, limit: usize },
-    SchemaTooDeep { limit: usize, path: String },
-    TooManyKeywords { limit: usize },
-    TooManyRefs { limit: usize },
-    Expansion { keywords: usize, depth: usize },
-    RefNotAllowed { reference: String, path: String },
-    RefCycle { path: String },
-    ForbiddenKey { key: String, path: String },
-    NonFiniteNumber { path: String },
-    UnsupportedDraft { declared: String },
-    InvalidSchema { reason: String },
-    PatternTooLarge { path: String, limit: usize },
+    ArgumentsTooLarge {
+        bytes: usize,
+        limit: usize,
+    },
+    ArgumentsTooDeep {
+        limit: usize,
+    },
+    SchemaTooLarge {
+        bytes: usize,
+        limit: usize,
+    },
+    SchemaTooLargeAtLeast {
+        bytes: usize,
+        limit: usize,
+    },
+    SchemaTooDeep {
+        limit: usize,
+        path: String,
+    },
+    TooManyKeywords {
+        limit: usize,
+    },
+    TooManyRefs {
+        limit: usize,
+    },
+    Expansion {
+        keywords: usize,
+        depth: usize,
+    },
+    RefNotAllowed {
+        reference: String,
+        path: String,
+    },
+    RefCycle {
+        path: String,
+    },
+    ForbiddenKey {
+        key: String,
+        path: String,
+    },
+    NonFiniteNumber {
+        path: String,
+    },
+    UnsupportedDraft {
+        declared: String,
+    },
+    InvalidSchema {
+        reason: String,
+    },
+    PatternTooLarge {
+        path: String,
+        limit: usize,
+    },
+    /// The schema's distinct patterns compile to more than `limit` bytes together.
+    PatternsTooLarge {
+        distinct: usize,
+        limit: usize,
+    },
 }
 
 impl GuardViolation {
@@ -165,7 +208,9 @@ impl GuardViolation {
             Self::NonFiniteNumber { .. } => "schema_non_finite_number",
             Self::UnsupportedDraft { .. } => "schema_unsupported_draft",
             Self::InvalidSchema { .. } => "schema_invalid",
-            Self::PatternTooLarge { .. } => "schema_pattern_too_large",
+            Self::PatternTooLarge { .. } | Self::PatternsTooLarge { .. } => {
+                "schema_pattern_too_large"
+            }
         }
     }
 }
@@ -258,6 +303,12 @@ impl fmt::Display for GuardViolation {
                 "schema pattern at {path} compiles to more than {limit} bytes (the pattern size \
                  limit); large counted repetitions such as {{1000}}, or Unicode classes repeated \
                  many times, make a pattern that large"
+            ),
+            Self::PatternsTooLarge { distinct, limit } => write!(
+                f,
+                "the {distinct} distinct patterns of the schema compile to more than {limit} bytes \
+                 together (the limit for one schema's patterns); every pattern is kept compiled \
+                 and may run on each call"
             ),
         }
     }
@@ -521,6 +572,8 @@ pub const MAX_CHOICE_STRING_BYTES: usize = 63;
 pub struct SchemaWords<'a> {
     pub property_names: Vec<&'a str>,
     pub choices: Vec<&'a str>,
+    /// Every `pattern` and `patternProperties` name of the schema's objects (repeats included).
+    pub patterns: Vec<&'a str>,
 }
 
 /// `check_schema`, also returning the schema's words (see `SchemaWords`).
@@ -882,11 +935,23 @@ impl<'a> Walker<'a, '_> {
                 alias_of = Some(reference.as_str());
             }
         }
-        if matches!(map.get("pattern"), Some(Value::String(_))) {
+        if let Some(Value::Number(divisor)) = map.get("multipleOf")
+            && let Some(reason) = inexact_divisor(divisor)
+        {
+            let key_at = self.trail.push(at, Step::Key("multipleOf"));
+            return Err(GuardViolation::InvalidSchema {
+                reason: format!("{reason} at {}", self.trail.render(key_at)),
+            });
+        }
+        if let Some(Value::String(pattern)) = map.get("pattern") {
             self.stats.patterns += 1;
+            self.words.patterns.push(pattern);
         }
         if let Some(Value::Object(patterns)) = map.get("patternProperties") {
             self.stats.patterns += patterns.len();
+            self.words
+                .patterns
+                .extend(patterns.keys().map(String::as_str));
         }
         let only_alias = || {
             !map.keys()
@@ -902,6 +967,29 @@ impl<'a> Walker<'a, '_> {
         }
         Ok(())
     }
+}
+
+/// Why an integer `multipleOf` cannot be checked as written: the validator holds the divisor as
+/// a float, and an integer above 2^53 that a float does not hold exactly would be checked
+/// against its neighbour (`9007199254740993` as `9007199254740992`, which is not a divisor of
+/// `9007199254740993`). Floats, and integers a float holds, are taken as they are.
+fn inexact_divisor(divisor: &serde_json::Number) -> Option<String> {
+    const EXACT: u64 = 1 << 53;
+    let magnitude = divisor
+        .as_u64()
+        .or_else(|| divisor.as_i64().map(i64::unsigned_abs))?;
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )]
+    let nearest = (magnitude as f64) as u64;
+    (magnitude > EXACT && nearest != magnitude).then(|| {
+        format!(
+            "multipleOf {divisor} is an integer above 2^53 that a float does not hold exactly \
+             (a float holds {nearest})"
+        )
+    })
 }
 
 /// What a member needs to know about the object holding it.
@@ -979,6 +1067,11 @@ struct Work<'a> {
     /// When weighing issues: each level down, the most an `anyOf` or `oneOf` error at one value
     /// there can hold (`IssueWeights::first_error`).
     contexts: Vec<u64>,
+    /// When weighing issues: each level down, the longest evaluation path, in bytes, from this
+    /// schema to a keyword counted in `levels` there. Every error carries its evaluation path
+    /// from the root (`properties/a/$ref/...`), which grows with each level a recursive schema
+    /// goes down and with each long property name or pattern on the way.
+    paths: Vec<u64>,
 }
 
 impl<'a> Work<'a> {
@@ -988,6 +1081,7 @@ impl<'a> Work<'a> {
             other: 1,
             object: 1,
             levels: if levels { vec![1] } else { Vec::new() },
+            paths: if levels { vec![0] } else { Vec::new() },
             ..Work::default()
         }
     }
@@ -1046,47 +1140,52 @@ enum Applied<'a> {
     Text,
 }
 
-/// The subschemas `map` applies, with how it applies each, in the same order on every call.
+/// The subschemas `map` applies, with how it applies each and the bytes the step to it adds to
+/// an evaluation path (`anyOf/2/`, `properties/<name>/`), in the same order on every call.
 fn applied_subschemas<'a>(
     map: &'a serde_json::Map<String, Value>,
-    mut each: impl FnMut(Applied<'a>, &'a Value),
+    mut each: impl FnMut(Applied<'a>, &'a Value, u64),
 ) {
     for (key, value) in map {
+        let keyword = key.len() as u64 + 1;
+        // The step through an array of subschemas names the index; through an object, the name.
+        let indexed = |index: usize| keyword + u64::from(index.checked_ilog10().unwrap_or(0)) + 2;
+        let named = |name: &str| keyword + name.len() as u64 + 1;
         match (key.as_str(), value) {
             ("allOf", Value::Array(items)) => {
-                for item in items {
-                    each(Applied::InPlace, item);
+                for (index, item) in items.iter().enumerate() {
+                    each(Applied::InPlace, item, indexed(index));
                 }
             }
             ("anyOf" | "oneOf", Value::Array(items)) => {
-                for item in items {
-                    each(Applied::Branch, item);
+                for (index, item) in items.iter().enumerate() {
+                    each(Applied::Branch, item, indexed(index));
                 }
             }
-            ("not" | "if" | "then" | "else", item) => each(Applied::InPlace, item),
+            ("not" | "if" | "then" | "else", item) => each(Applied::InPlace, item, keyword),
             ("dependentSchemas" | "dependencies", Value::Object(entries)) => entries
-                .values()
-                .filter(|item| item.is_object() || item.is_boolean())
-                .for_each(|item| each(Applied::InPlace, item)),
+                .iter()
+                .filter(|(_, item)| item.is_object() || item.is_boolean())
+                .for_each(|(name, item)| each(Applied::InPlace, item, named(name))),
             ("items" | "prefixItems", Value::Array(items)) => {
-                for item in items {
-                    each(Applied::ElementOneOf, item);
+                for (index, item) in items.iter().enumerate() {
+                    each(Applied::ElementOneOf, item, indexed(index));
                 }
             }
-            ("items" | "additionalItems", item) => each(Applied::ElementOneOf, item),
-            ("contains" | "unevaluatedItems", item) => each(Applied::ElementAlso, item),
+            ("items" | "additionalItems", item) => each(Applied::ElementOneOf, item, keyword),
+            ("contains" | "unevaluatedItems", item) => each(Applied::ElementAlso, item, keyword),
             ("properties", Value::Object(entries)) => entries
                 .iter()
-                .for_each(|(name, item)| each(Applied::Named(name), item)),
+                .for_each(|(name, item)| each(Applied::Named(name), item, named(name))),
             ("patternProperties", Value::Object(entries)) => {
                 entries
-                    .values()
-                    .for_each(|item| each(Applied::AnyMember, item));
+                    .iter()
+                    .for_each(|(pattern, item)| each(Applied::AnyMember, item, named(pattern)));
             }
             ("additionalProperties" | "unevaluatedProperties", item) => {
-                each(Applied::AnyMember, item);
+                each(Applied::AnyMember, item, keyword);
             }
-            ("propertyNames" | "contentSchema", item) => each(Applied::Text, item),
+            ("propertyNames" | "contentSchema", item) => each(Applied::Text, item, keyword),
             _ => {}
         }
     }
@@ -1220,11 +1319,23 @@ enum Slot<'a> {
     Sub(Applied<'a>),
 }
 
+impl Slot<'_> {
+    /// The bytes a reference adds to an evaluation path: `$ref/`, or at most `$recursiveRef/`
+    /// for a dynamic one. A subschema's step is its own (`applied_subschemas`).
+    fn reference_step(self) -> u64 {
+        match self {
+            Slot::Reference => 5,
+            Slot::Dynamic => 14,
+            Slot::Sub(_) => 0,
+        }
+    }
+}
+
 /// The work of one schema object from its own keyword count and the work of each subschema it
 /// applies, in the order of `slots`.
 fn weigh<'a>(
     own: u64,
-    slots: &[Slot<'a>],
+    slots: &[(Slot<'a>, u64)],
     subschemas: impl Iterator<Item = Work<'a>>,
     levels: bool,
 ) -> Work<'a> {
@@ -1233,6 +1344,7 @@ fn weigh<'a>(
         other: own,
         object: own,
         levels: if levels { vec![own] } else { Vec::new() },
+        paths: if levels { vec![0] } else { Vec::new() },
         ..Work::default()
     };
     let (mut element_one_of, mut element_also, mut text) = (0u64, 0u64, 0u64);
@@ -1243,16 +1355,19 @@ fn weigh<'a>(
     let (mut element, mut element_too, mut dynamic) = (Vec::new(), Vec::new(), Vec::new());
     let (mut member, mut member_too) = (Vec::new(), Vec::new());
     let (mut branches, mut contexts, mut dynamic_contexts) = (0u64, Vec::new(), Vec::new());
-    for (slot, found) in slots.iter().zip(subschemas) {
-        if levels
-            && !matches!(
-                *slot,
-                Slot::Reference | Slot::Dynamic | Slot::Sub(Applied::InPlace | Applied::Branch)
-            )
-        {
-            max_levels(&mut contexts, &found.contexts);
+    for (&(slot, step), found) in slots.iter().zip(subschemas) {
+        let in_place = matches!(
+            slot,
+            Slot::Reference | Slot::Dynamic | Slot::Sub(Applied::InPlace | Applied::Branch)
+        );
+        if levels {
+            if !in_place {
+                max_levels(&mut contexts, &found.contexts);
+            }
+            // What applies to an element or a member (or a name) is one level down.
+            longest_paths(&mut work.paths, &found.paths, step, usize::from(!in_place));
         }
-        match *slot {
+        match slot {
             Slot::Reference | Slot::Sub(Applied::InPlace) => work.add_in_place(&found),
             Slot::Sub(Applied::Branch) => {
                 work.add_in_place(&found);
@@ -1328,6 +1443,17 @@ fn weigh<'a>(
     work
 }
 
+/// The longest of `paths` and `other`'s, each `step` bytes longer, level by level, `shift`
+/// levels down, into `paths`.
+fn longest_paths(paths: &mut Vec<u64>, other: &[u64], step: u64, shift: usize) {
+    if paths.len() < other.len() + shift {
+        paths.resize(other.len() + shift, 0);
+    }
+    for (into, &from) in paths[shift..].iter_mut().zip(other) {
+        *into = (*into).max(from.saturating_add(step));
+    }
+}
+
 /// Adds `other` into `levels`, level by level, `shift` levels down.
 fn add_levels(levels: &mut Vec<u64>, other: &[u64], shift: usize) {
     if other.is_empty() {
@@ -1400,10 +1526,10 @@ fn check_expansion<'a>(
 /// What weighing a schema found: the weight when it fits the bound, that it does not, or
 /// (weighing without depth) that it loops back on itself.
 enum Expansion {
-    /// It fits; what applies at one value of each level, and the contexts there (`Work::levels`
-    /// and `Work::contexts`, when weighed).
+    /// It fits; what applies at one value of each level, the contexts there and the longest
+    /// evaluation paths (`Work::levels`, `Work::contexts` and `Work::paths`, when weighed).
     Fits {
-        root: (Vec<u64>, Vec<u64>),
+        root: (Vec<u64>, Vec<u64>, Vec<u64>),
     },
     Over,
     Loops,
@@ -1453,7 +1579,7 @@ fn weigh_expansion<'a>(
     let mut results: Vec<Work<'a>> = Vec::new();
     // Every subschema waiting to be weighed or combined has its slot here: a schema's
     // subschemas are done before it is combined, so the stack never needs more than its top.
-    let mut slot_stack: Vec<Slot<'a>> = Vec::new();
+    let mut slot_stack: Vec<(Slot<'a>, u64)> = Vec::new();
     let mut tasks = vec![Task::Weigh {
         node: schema,
         resource: schema,
@@ -1497,7 +1623,7 @@ fn weigh_expansion<'a>(
                 });
                 for (list, slot) in [(&references, Slot::Reference), (&dynamic, Slot::Dynamic)] {
                     for &(target, target_resource) in list {
-                        slot_stack.push(slot);
+                        slot_stack.push((slot, slot.reference_step()));
                         tasks.push(Task::Weigh {
                             node: target,
                             resource: target_resource,
@@ -1506,9 +1632,9 @@ fn weigh_expansion<'a>(
                         });
                     }
                 }
-                applied_subschemas(map, |applied, item| {
+                applied_subschemas(map, |applied, item, step| {
                     if let Some(item_below) = levels_below(applied, below) {
-                        slot_stack.push(Slot::Sub(applied));
+                        slot_stack.push((Slot::Sub(applied), step));
                         tasks.push(Task::Weigh {
                             node: item,
                             resource: inner,
@@ -1544,7 +1670,7 @@ fn weigh_expansion<'a>(
     }
     let root = results.pop().unwrap_or_default();
     Expansion::Fits {
-        root: (root.levels, root.contexts),
+        root: (root.levels, root.contexts, root.paths),
     }
 }
 
@@ -1568,14 +1694,18 @@ pub struct IssueWeights {
     /// that can fail and apply to that value (a reference counts its target each time it
     /// applies, as the expansion guard counts it), each `required` (or `dependentRequired`) name
     /// one issue, and the text a failing keyword copies into its error (a `not` copies its whole
-    /// subschema) in units of `ISSUE_UNIT_BYTES`. Nothing applies below the last level listed.
+    /// subschema) in units of `ISSUE_UNIT_BYTES`, each issue weighed once more for every
+    /// `ISSUE_UNIT_BYTES` of the longest evaluation path to that level (an error copies its path
+    /// from the root: ten levels of a recursive schema through a 10 KB property name make every
+    /// error there 100 KB). Nothing applies below the last level listed.
     pub per_level: Box<[u64]>,
     /// For each level of the arguments, the issues the first error at one value there can hold
     /// besides itself: an `anyOf` or `oneOf` error keeps the errors of every branch, so the
     /// first error is more than one issue when the first keyword to fail is one of them. Zero
     /// without such keywords; what the branches of one of them raise at that value; `u64::MAX`
     /// when a branch may raise errors below that value, where what it keeps grows with the
-    /// arguments.
+    /// arguments. Each issue weighed as `per_level` weighs it, by the longest evaluation path
+    /// anywhere in the schema (the branches' errors may come from any level below).
     pub first_error: Box<[u64]>,
 }
 
@@ -1672,14 +1802,31 @@ fn issue_weights(
                 Expansion::Fits { root } => root,
                 Expansion::Loops | Expansion::Over => {
                     let unknown = vec![u64::MAX; limits.max_argument_depth + 2];
-                    (unknown.clone(), unknown)
+                    (unknown.clone(), unknown, Vec::new())
                 }
             }
         }
     };
+    let (levels, contexts, paths) = root;
+    // Each issue also carries its evaluation path: past one issue unit of it, a unit more for
+    // every `ISSUE_UNIT_BYTES` (an issue unit already holds a short path). An `anyOf` or
+    // `oneOf` error holds errors from anywhere below it: they are weighed by the longest path.
+    let path_units = |path: u64| 1 + path / ISSUE_UNIT_BYTES;
+    let per_level = levels
+        .iter()
+        .enumerate()
+        .map(|(level, &units)| {
+            units.saturating_mul(path_units(paths.get(level).copied().unwrap_or(0)))
+        })
+        .collect();
+    let longest = path_units(paths.iter().copied().max().unwrap_or(0));
+    let first_error = contexts
+        .iter()
+        .map(|&kept| kept.saturating_mul(longest))
+        .collect();
     IssueWeights {
-        per_level: root.0.into(),
-        first_error: root.1.into(),
+        per_level,
+        first_error,
     }
 }
 
@@ -1775,8 +1922,46 @@ mod tests {
         let limits = Limits::default();
         assert!(weights.per_level.len() <= limits.max_argument_depth + 2);
         assert!(weights.per_level.len() > 10);
+        // At most the five issues of one level (`type`, `properties`, `required` and its name),
+        // each heavier by the evaluation path down to it: `properties/children/items/$ref/`,
+        // 32 bytes every two levels.
+        for (level, &units) in weights.per_level.iter().enumerate() {
+            let path = 16 * level as u64;
+            assert!(units <= 5 * (1 + path / ISSUE_UNIT_BYTES), "{weights:?}");
+        }
+    }
+
+    #[test]
+    fn issue_weights_count_the_evaluation_path_of_each_issue() {
+        // Every error carries its evaluation path: a long property name on a recursive path
+        // makes each level's errors heavier, the deeper the more.
+        let short = json!({"properties": {"a": {"$ref": "#"}}, "required": ["x"]});
+        let long_name = "a".repeat(10_000);
+        let long = json!({"properties": {long_name.clone(): {"$ref": "#"}}, "required": ["x"]});
+        let (short, long) = (issues(&short), issues(&long));
+        assert_eq!(short.per_level.len(), long.per_level.len());
+        // Level 0 is the root: no path yet.
+        assert_eq!(short.per_level[0], long.per_level[0]);
+        // Level 1 is below an 18-byte path (`properties/a/$ref/`): what one level's keywords
+        // raise, `properties`, `required` and its name, weighed as without a path.
+        let own = short.per_level[1];
+        for level in 1..long.per_level.len() {
+            let path = level as u64 * (10_000 + "properties//$ref/".len() as u64);
+            assert_eq!(
+                long.per_level[level],
+                own * (1 + path / ISSUE_UNIT_BYTES),
+                "level {level}"
+            );
+        }
+        // A branch keeps errors from below it: weighed by the longest path.
+        let branch = json!({
+            "$defs": {"r": {"properties": {long_name: {"$ref": "#/$defs/r"}}, "required": ["x"]}},
+            "properties": {"v": {"anyOf": [{"const": 1}, {"maxLength": 1}]}},
+            "$ref": "#/$defs/r",
+        });
+        let weights = issues(&branch);
         assert!(
-            weights.per_level.iter().all(|&units| units <= 8),
+            weights.first_error[1] > 2 * 60 * 10_000 / ISSUE_UNIT_BYTES,
             "{weights:?}"
         );
     }
@@ -2048,6 +2233,33 @@ mod tests {
         assert_eq!(check(&schema).unwrap().refs, 0);
         let in_enum = json!({"enum": [{"$ref": "https://example.com"}]});
         assert_eq!(check(&in_enum).unwrap().refs, 0);
+    }
+
+    #[test]
+    fn integer_divisors_a_float_does_not_hold_are_refused() {
+        for divisor in [
+            json!(9_007_199_254_740_993_u64),
+            json!(-9_007_199_254_740_993_i64),
+        ] {
+            let schema = json!({"properties": {"n": {"multipleOf": divisor}}});
+            let violation = check(&schema).unwrap_err();
+            assert_eq!(violation.code(), "schema_invalid");
+            let text = violation.to_string();
+            assert!(text.contains("/properties/n/multipleOf"), "{text}");
+            assert!(text.contains("9007199254740992"), "{text}");
+        }
+        // Held exactly: 2^53, 2^60, small integers, floats.
+        for divisor in [
+            json!(1_u64 << 53),
+            json!(1_u64 << 60),
+            json!(3),
+            json!(1.5),
+            json!(1e300),
+        ] {
+            assert!(check(&json!({"multipleOf": divisor})).is_ok());
+        }
+        // Data that only looks like the keyword is not a schema.
+        assert!(check(&json!({"const": {"multipleOf": 9_007_199_254_740_993_u64}})).is_ok());
     }
 
     #[test]

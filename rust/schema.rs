@@ -83,6 +83,82 @@ pub fn draft_of(schema: &Value) -> Result<Draft, GuardViolation> {
 /// compiling the repetition.
 pub const MAX_PATTERN_BYTES: usize = 128 * 1024;
 
+/// The most the distinct patterns of one schema (`pattern` values and `patternProperties`
+/// names) may compile to together, as the compiled programs hold them (about half what
+/// `MAX_PATTERN_BYTES` counts while a program is built: `a(a|b){961}!`, at that limit, holds
+/// 70 KB; `^\p{Letter}+$` 16 KB; `^[^@ ]+@[^@ ]+$` 1.3 KB). Every distinct pattern stays
+/// compiled and may be matched on each call, and the worst cost a byte matched in proportion to
+/// the program: this keeps a schema's patterns within about seven at the limit for one. Without
+/// it, 3,000 patterns of 120 KB each in a 65 KB schema took 800 MiB to compile and 15 s to
+/// match one 1 KB property name.
+pub const MAX_SCHEMA_PATTERN_BYTES: usize = 4 * MAX_PATTERN_BYTES;
+
+/// Refuses `patterns` whose distinct texts compile to more than `MAX_SCHEMA_PATTERN_BYTES`
+/// (`compiled_pattern_bytes`), before the validator compiles any of them.
+pub fn check_pattern_total(patterns: &[&str]) -> Result<(), GuardViolation> {
+    if patterns.is_empty() {
+        return Ok(());
+    }
+    let mut seen = ahash::AHashSet::with_capacity(patterns.len());
+    let mut total = 0usize;
+    for &pattern in patterns {
+        if seen.insert(pattern) {
+            total = total.saturating_add(compiled_pattern_bytes(pattern));
+            if total > MAX_SCHEMA_PATTERN_BYTES {
+                let distinct = patterns.iter().collect::<ahash::AHashSet<_>>().len();
+                return Err(GuardViolation::PatternsTooLarge {
+                    distinct,
+                    limit: MAX_SCHEMA_PATTERN_BYTES,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Pattern texts measured recently, with what each compiles to: schemas of one host share most
+/// of their patterns, and a pattern is measured by compiling it.
+static PATTERN_BYTES: std::sync::LazyLock<Mutex<LruCache<Box<str>, usize>>> =
+    std::sync::LazyLock::new(|| {
+        Mutex::new(LruCache::new(
+            NonZeroUsize::new(4096).unwrap_or(NonZeroUsize::MIN),
+        ))
+    });
+
+/// The bytes `pattern`'s program holds as the validator compiles it: translated from ECMA-262
+/// and cut to the form it is matched in, as the `jsonschema` crate does, then compiled to the
+/// Thompson NFA the `regex` crate builds under its `size_limit`. A pattern matched by counting
+/// characters holds nothing; one that does not compile within `MAX_PATTERN_BYTES` (refused
+/// when the schema is built, unless the crate matches it without an engine) counts as that.
+pub fn compiled_pattern_bytes(pattern: &str) -> usize {
+    if let Ok(mut known) = PATTERN_BYTES.lock()
+        && let Some(&bytes) = known.get(pattern)
+    {
+        return bytes;
+    }
+    let bytes = measure_pattern(pattern);
+    if let Ok(mut known) = PATTERN_BYTES.lock() {
+        known.put(pattern.into(), bytes);
+    }
+    bytes
+}
+
+fn measure_pattern(pattern: &str) -> usize {
+    use regex_automata::nfa::thompson::NFA;
+    let Ok(translated) = jsonschema_regex::to_rust_regex(pattern) else {
+        return MAX_PATTERN_BYTES;
+    };
+    let form = match jsonschema_regex::search_form(pattern, &translated) {
+        Some(jsonschema_regex::Search::RepeatedClass(_)) => return 0,
+        Some(jsonschema_regex::Search::Collapsed(collapsed)) => Cow::Owned(collapsed),
+        None => translated,
+    };
+    NFA::compiler()
+        .configure(NFA::config().nfa_size_limit(Some(MAX_PATTERN_BYTES)))
+        .build(&form)
+        .map_or(MAX_PATTERN_BYTES, |nfa| nfa.memory_usage())
+}
+
 /// The `regex` crate's own default `size_limit`, what patterns compiled under before
 /// `MAX_PATTERN_BYTES`: a pattern refused at our limit that compiles at this one is refused for
 /// its size (`schema_pattern_too_large`), one that does not stays `schema_invalid`.
@@ -106,6 +182,7 @@ pub fn build_validator<F: Json>(
 ) -> Result<Built<F>, GuardViolation> {
     let (stats, names) = check_schema_with_words(schema, limits)?;
     let draft = draft_of(schema)?;
+    check_pattern_total(&names.patterns)?;
     let mut options = jsonschema::options_for::<F>()
         .with_draft(draft)
         .with_retriever(DenyRetriever)
@@ -1490,6 +1567,55 @@ mod tests {
             .err()
             .unwrap();
         assert_eq!(violation.code(), "schema_pattern_too_large");
+    }
+
+    #[test]
+    fn the_patterns_of_one_schema_have_a_total_size_limit() {
+        let build = |schema: &Value| build_validator::<SerdeJson>(schema, &Limits::default(), None);
+        // Each near the limit for one pattern; together over the limit for one schema.
+        let names: serde_json::Map<String, Value> = (0..20)
+            .map(|at| (format!("a(a|b){{900}}!{at}"), json!({})))
+            .collect();
+        let violation = build(&json!({"patternProperties": names})).err().unwrap();
+        assert_eq!(violation.code(), "schema_pattern_too_large");
+        assert!(
+            violation.to_string().contains("20 distinct patterns"),
+            "{violation}"
+        );
+        // A repeated pattern is compiled once, so it counts once.
+        let same: Vec<Value> = (0..20)
+            .map(|_| json!({"pattern": "a(a|b){900}!"}))
+            .collect();
+        assert!(build(&json!({"anyOf": same})).is_ok());
+        // Hundreds of ordinary patterns fit, Unicode classes included.
+        let ordinary: serde_json::Map<String, Value> = (0..300)
+            .map(|at| {
+                let pattern = format!(r"^[A-Z]{{2}}-[0-9]{{4}}-\w+-{at}$");
+                (format!("p{at}"), json!({"pattern": pattern}))
+            })
+            .collect();
+        assert!(build(&json!({"properties": ordinary})).is_ok());
+        assert!(
+            build(&json!({"properties": {
+                "a": {"pattern": r"^\p{Lu}\p{Ll}+$"},
+                "b": {"pattern": r"^\p{Letter}+$"},
+                "c": {"pattern": r"^[\p{L} '-]+$"},
+            }}))
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn patterns_are_measured_as_they_are_compiled() {
+        // Matched by counting characters: no program at all.
+        assert_eq!(compiled_pattern_bytes(r"^\p{L}{1,100}$"), 0);
+        // A count at an edge is cut to its minimum, as the validator matches it.
+        assert!(compiled_pattern_bytes(r"\p{L}{1,100}") < MAX_PATTERN_BYTES);
+        assert!(compiled_pattern_bytes("a(a|b){900}!") > 60_000);
+        assert!(compiled_pattern_bytes("^[a-z]{2}$") < 4096);
+        // Past the limit for one pattern, or not a pattern: counted at that limit.
+        assert_eq!(compiled_pattern_bytes("(a|b){8000}!"), MAX_PATTERN_BYTES);
+        assert_eq!(compiled_pattern_bytes("("), MAX_PATTERN_BYTES);
     }
 
     #[test]

@@ -317,3 +317,139 @@ def test_ordinary_patterns_still_compile_and_match(pattern: str, matching: str, 
         check_schema(schema)
         assert adapter.is_valid(schema, good)
         assert not adapter.is_valid(schema, bad)
+
+
+# --- the patterns of one schema ----------------------------------------------------------------
+
+
+def near_limit_patterns(count: int) -> dict[str, Any]:
+    """``count`` distinct patterns, each close to the size limit for one pattern."""
+    return {"type": "object", "patternProperties": {f"a(a|b){{900}}!{n}": {} for n in range(count)}}
+
+
+def test_many_large_patterns_are_refused_together_before_they_are_compiled() -> None:
+    # Before the total limit, 3,000 such patterns took 800 MiB to compile and 15 s to match one
+    # 1 KB name against; refused, they are never compiled.
+    error = refusal(near_limit_patterns(3000))
+    assert error.reason == "schema_pattern_too_large"
+    assert "the 3000 distinct patterns of the schema compile to more than 524288 bytes" in str(
+        error
+    )
+    # A few fit, and so does one pattern used many times (it is compiled once).
+    check_schema(near_limit_patterns(4))
+    repeated = {"anyOf": [{"pattern": "a(a|b){900}!"} for _ in range(100)]}
+    check_schema(repeated)
+
+
+async def test_dispatch_blocks_a_schema_of_too_many_large_patterns() -> None:
+    ran: list[object] = []
+    registry = create_tool_registry([tool(near_limit_patterns(20), ran)])
+    validate = create_json_schema_tool_argument_validator()
+    context = ToolExecutionContext(session_id="s", run_id="r", tool_call_id="c1")
+    result = await dispatch_tool_call(
+        ToolCall("c1", "t", '{"x": 1}'), registry=registry, context=context, validate=validate
+    )
+    assert result.error is not None
+    assert result.error.code == "schema_guard"
+    assert result.error.details == {"reason": "schema_pattern_too_large"}
+    assert ran == []
+
+
+def test_hundreds_of_ordinary_patterns_fit() -> None:
+    properties = {
+        f"p{n}": {"type": "string", "pattern": rf"^[A-Z]{{2}}-[0-9]{{4}}-\w+-{n}$"}
+        for n in range(300)
+    }
+    properties["name"] = {"type": "string", "pattern": r"^\p{Lu}\p{Ll}+$"}
+    properties["letters"] = {"type": "string", "pattern": r"^[\p{L} '-]+$"}
+    schema = {"type": "object", "properties": properties}
+    check_schema(schema)
+    adapter = create_json_schema_adapter()
+    assert adapter.is_valid(schema, {"p7": "AB-1234-x_y-7", "name": "Éa"})
+    assert not adapter.is_valid(schema, {"p7": "AB-1234-x_y-8"})
+
+
+# --- evaluation paths ----------------------------------------------------------------------------
+
+# Every error carries its evaluation path from the root; an `anyOf` error holds its branches'
+# errors. Through a recursive reference under a long `patternProperties` name (a verbose-mode
+# comment: it compiles to almost nothing), each level down adds the name to the path again.
+LONG_NAME = "(?x)^a$#" + "x" * 10_000
+RECURSIVE_LONG_PATHS: dict[str, Any] = {
+    "$defs": {
+        "R": {
+            "type": "object",
+            "required": [f"q{n}" for n in range(50)],
+            "patternProperties": {LONG_NAME: {"$ref": "#/$defs/R"}},
+        }
+    },
+    "anyOf": [{"$ref": "#/$defs/R"}, {"type": "null"}],
+}
+
+
+def nested(depth: int) -> dict[str, Any]:
+    arguments: dict[str, Any] = {}
+    for _ in range(depth):
+        arguments = {"a": arguments}
+    return arguments
+
+
+def test_errors_with_long_evaluation_paths_count_against_the_listing_budget() -> None:
+    # 62 levels of 50 errors, each holding a path of up to 620 KB: listed in full, they took
+    # 1 GiB. Weighed with their paths, the one `anyOf` error is not built.
+    problem = report(RECURSIVE_LONG_PATHS, nested(61))
+    assert details(problem)["complete"] is False
+    assert problem.message.endswith(UNLOCATED)
+    # Shallow arguments are still reported in full.
+    shallow = report(RECURSIVE_LONG_PATHS, nested(1))
+    assert "complete" not in details(shallow)
+    assert details(shallow)["issues"][0]["keyword"] == "anyOf"
+
+
+def test_long_evaluation_paths_stay_within_tens_of_mebibytes() -> None:
+    script = textwrap.dedent(
+        f"""
+        import json, resource
+        from prism_tools import ToolDefinition, create_json_schema_tool_argument_validator
+        schema = json.loads({json.dumps(json.dumps(RECURSIVE_LONG_PATHS))})
+        tool = ToolDefinition(name="t", parameters=schema)
+        validator = create_json_schema_tool_argument_validator()
+        validator.parse_checked(tool, "{{}}")
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        text = '{{"a":' * 61 + "{{}}" + "}}" * 61
+        problem = validator.parse_checked(tool, text)[1]
+        grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+        print(problem.details["count"], grown)
+        """
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    count, grown_kib = (int(word) for word in ran.stdout.split()[-2:])
+    assert count == 1
+    assert grown_kib < 256 * 1024, f"peak memory grew {grown_kib} KiB"
+
+
+# --- integer divisors ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("divisor", [2**53 + 1, -(2**53 + 1), 10**17 + 1])
+def test_an_integer_divisor_a_float_does_not_hold_is_refused(divisor: int) -> None:
+    # The validator holds the divisor as a float: 2^53 + 1 would be checked as 2^53, and
+    # 2^53 + 1 would not count as a multiple of itself.
+    error = refusal({"type": "object", "properties": {"n": {"multipleOf": divisor}}})
+    assert error.reason == "schema_invalid"
+    assert f"multipleOf {divisor} is an integer above 2^53" in str(error)
+    assert "/properties/n/multipleOf" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("divisor", "multiple", "other"),
+    [(2**53, 2**54, 2**53 + 2**52), (2**60, 2**61, 2**60 + 2**59), (3, 2**53 + 1, 2**53)],
+)
+def test_integer_divisors_a_float_holds_are_exact(divisor: int, multiple: int, other: int) -> None:
+    schema = {"multipleOf": divisor}
+    check_schema(schema)
+    adapter = create_json_schema_adapter()
+    assert adapter.is_valid(schema, multiple)
+    assert not adapter.is_valid(schema, other)
