@@ -1070,7 +1070,8 @@ struct Work<'a> {
     /// When weighing issues: each level down, the longest evaluation path, in bytes, from this
     /// schema to a keyword counted in `levels` there. Every error carries its evaluation path
     /// from the root (`properties/a/$ref/...`), which grows with each level a recursive schema
-    /// goes down and with each long property name or pattern on the way.
+    /// goes down and with each long property name or pattern on the way. Shorter than `levels`
+    /// when the paths below are empty (a schema without subschemas allocates none).
     paths: Vec<u64>,
 }
 
@@ -1081,7 +1082,6 @@ impl<'a> Work<'a> {
             other: 1,
             object: 1,
             levels: if levels { vec![1] } else { Vec::new() },
-            paths: if levels { vec![0] } else { Vec::new() },
             ..Work::default()
         }
     }
@@ -1344,7 +1344,6 @@ fn weigh<'a>(
         other: own,
         object: own,
         levels: if levels { vec![own] } else { Vec::new() },
-        paths: if levels { vec![0] } else { Vec::new() },
         ..Work::default()
     };
     let (mut element_one_of, mut element_also, mut text) = (0u64, 0u64, 0u64);
@@ -1365,7 +1364,7 @@ fn weigh<'a>(
                 max_levels(&mut contexts, &found.contexts);
             }
             // What applies to an element or a member (or a name) is one level down.
-            longest_paths(&mut work.paths, &found.paths, step, usize::from(!in_place));
+            longest_paths(&mut work.paths, &found, step, usize::from(!in_place));
         }
         match slot {
             Slot::Reference | Slot::Sub(Applied::InPlace) => work.add_in_place(&found),
@@ -1443,13 +1442,15 @@ fn weigh<'a>(
     work
 }
 
-/// The longest of `paths` and `other`'s, each `step` bytes longer, level by level, `shift`
-/// levels down, into `paths`.
-fn longest_paths(paths: &mut Vec<u64>, other: &[u64], step: u64, shift: usize) {
-    if paths.len() < other.len() + shift {
-        paths.resize(other.len() + shift, 0);
+/// The longest of `paths` and those of `other` (at each of its levels), each `step` bytes
+/// longer, level by level, `shift` levels down, into `paths`.
+fn longest_paths(paths: &mut Vec<u64>, other: &Work<'_>, step: u64, shift: usize) {
+    let levels = other.levels.len();
+    if paths.len() < levels + shift {
+        paths.resize(levels + shift, 0);
     }
-    for (into, &from) in paths[shift..].iter_mut().zip(other) {
+    for (level, into) in paths[shift..shift + levels].iter_mut().enumerate() {
+        let from = other.paths.get(level).copied().unwrap_or(0);
         *into = (*into).max(from.saturating_add(step));
     }
 }
