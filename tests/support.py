@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,28 @@ class OpenedConnections:
                 pass  # open, on a file it cannot read
             open_ones.append(connection)
         return open_ones
+
+
+class WallClock:
+    """``time.monotonic``, which both the event loop's clock and the run-limit tracker read, moved
+    forward by hand while installed (``install(monkeypatch)``). A run given ``LIMIT_MS`` as its
+    wall time runs out of it where the test calls ``use_up``, not wherever a loaded machine
+    happens to stall it: no real stall comes near ten minutes."""
+
+    LIMIT_MS = 600_000
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> WallClock:
+        monotonic = time.monotonic
+        monkeypatch.setattr(time, "monotonic", lambda: monotonic() + self.offset)
+        return self
+
+    def use_up(self) -> None:
+        """Moves the clock past the wall time of every run started so far. Every timer due by
+        then (a sleep begun before this call too) fires on the event loop's next turn."""
+        self.offset += self.LIMIT_MS / 1000 + 1
 
 
 def append_from_threads(

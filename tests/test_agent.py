@@ -16,6 +16,7 @@ from tests.support import (
     EventLog,
     Unprintable,
     UnprintableError,
+    WallClock,
     odd_result,
     odd_result_as_stored,
 )
@@ -1532,17 +1533,21 @@ async def test_calls_left_by_a_turn_limit_are_answered_when_the_next_run_starts(
 # --- a failed run answers every call; subscribers within the wall time ---------------------------
 
 
-async def test_a_run_failing_between_an_answer_and_its_round_answers_every_call() -> None:
+async def test_a_run_failing_between_an_answer_and_its_round_answers_every_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = WallClock().install(monkeypatch)
     tool = Recorder()
     session, provider, _ = make_session(
         [calling(call("c1"), call("c2")), answer("after")],
         [ToolDefinition("echo", execute=tool)],
-        limits={"max_wall_time_ms": 200},
+        limits={"max_wall_time_ms": WallClock.LIMIT_MS},
     )
 
     async def hold(event: Any) -> None:
         if event.type == "message_finished":
-            await asyncio.get_running_loop().create_future()  # the wall time runs out here
+            clock.use_up()  # the wall time runs out here
+            await asyncio.get_running_loop().create_future()
 
     unsubscribe = session.subscribe(hold)
     error = await run_failing(session, "go")
@@ -1600,14 +1605,17 @@ async def run_settled(session: Session) -> str:
         ("run_limit_exceeded", "failed: Run limit exceeded: max_turns"),
     ],
 )
+@pytest.mark.timeout(30)  # only keeps a regression from hanging the suite; nothing is timed
 async def test_a_subscriber_that_never_returns_cannot_hold_the_run_past_its_wall_time(
     kind: str, outcome: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(prism_tools.agent, "CLOSING_EVENTS_GRACE_MS", 10)
+    clock = WallClock().install(monkeypatch)
     cut: list[str] = []
 
     async def hold(event: Any) -> None:
         if event.type == kind:
+            clock.use_up()  # the wall time (and the grace of the closing events) runs out here
             try:
                 await asyncio.get_running_loop().create_future()  # never set
             except asyncio.CancelledError:
@@ -1621,11 +1629,11 @@ async def test_a_subscriber_that_never_returns_cannot_hold_the_run_past_its_wall
     session, _, log = make_session(
         script,
         [ToolDefinition("echo", execute=Recorder())],
-        limits={"max_wall_time_ms": 200, **limits},
+        limits={"max_wall_time_ms": WallClock.LIMIT_MS, **limits},
     )
     session.subscribe(hold)
-    # The wait_for only keeps a regression from hanging the suite; nothing here is timed.
-    assert await asyncio.wait_for(run_settled(session), 30) == outcome
+    # No wait_for here: it reads the event loop's clock, which use_up moves past its timeout.
+    assert await run_settled(session) == outcome
     assert cut == [kind]
     assert log.types[0] == "agent_started"
     assert log.types[-1] == "agent_finished"

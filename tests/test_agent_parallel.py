@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from tests.support import EventLog
+from tests.support import EventLog, WallClock
 
 from prism_tools import (
     GuardrailContext,
@@ -201,16 +201,31 @@ async def test_an_exclusive_batch_alone_has_peak_one() -> None:
 
 
 async def test_rows_follow_call_order_whatever_the_completion_order() -> None:
-    meter = Meter()
+    # Each call ends only after the next one has (staggered sleeps would not do: a call that
+    # starts late on a loaded machine can end out of turn).
+    finished: list[str] = []
+    ended = {f"call_{i}": asyncio.Event() for i in range(4)}
+
+    async def slow(args: dict[str, Any], context: ToolExecutionContext) -> str:
+        after = args.get("after")
+        if after is not None:
+            await ended[after].wait()
+        finished.append(context.tool_call_id)
+        ended[context.tool_call_id].set()
+        return f"slow:{context.tool_call_id}"
+
     calls = [
-        ToolCall(id=f"call_{i}", name="slow", arguments={"delay": 0.01 * (4 - i)}) for i in range(4)
+        ToolCall(id=f"call_{i}", name="slow", arguments={"after": f"call_{i + 1}"} if i < 3 else {})
+        for i in range(4)
     ]
     session, provider, _ = make_session(
-        [calling(*calls), answer()], [meter.tool("slow")], loop={"tool_concurrency": 4}
+        [calling(*calls), answer()],
+        [ToolDefinition(name="slow", execute=slow)],
+        loop={"tool_concurrency": 4},
     )
     result = await session.run("go")
 
-    assert meter.finished == ["call_3", "call_2", "call_1", "call_0"]
+    assert finished == ["call_3", "call_2", "call_1", "call_0"]
     rows = tool_rows(result.messages)
     assert [row.tool_call_id for row in rows] == ["call_0", "call_1", "call_2", "call_3"]
     assert [row.content for row in rows] == [f"slow:call_{i}" for i in range(4)]
@@ -456,8 +471,12 @@ def hanging_tool(log: list[str], started: asyncio.Event | None = None) -> ToolDe
     return ToolDefinition(name="hang", execute=execute)
 
 
-async def test_a_round_cut_by_the_wall_time_waits_for_every_call_before_the_run_returns() -> None:
+async def test_a_round_cut_by_the_wall_time_waits_for_every_call_before_the_run_returns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = WallClock().install(monkeypatch)
     log: list[str] = []
+    started = asyncio.Event()
     ledger = SlowLedger()
     calls = [
         ToolCall(id="call_0", name="hang", arguments={"cleanup": True}),
@@ -465,13 +484,16 @@ async def test_a_round_cut_by_the_wall_time_waits_for_every_call_before_the_run_
     ]
     session, _, events = make_session(
         [calling(*calls), answer()],
-        [hanging_tool(log)],
+        [hanging_tool(log, started)],
         ledger=ledger,
-        limits={"max_wall_time_ms": 200},
+        limits={"max_wall_time_ms": WallClock.LIMIT_MS},
         loop={"tool_concurrency": 2},
     )
+    run = asyncio.create_task(session.run("go"))
+    await started.wait()
+    clock.use_up()  # the wall time runs out once both calls are running, not before
     with pytest.raises(AgentRunError) as caught:
-        await session.run("go")
+        await run
     log.append("run returned")
     at_return = (list(events.types), list(ledger.rows), list(session.messages))
     await asyncio.sleep(0.2)  # longer than any clean-up: whatever ran on would show by now
@@ -537,14 +559,23 @@ async def test_a_tool_raising_a_base_exception_fails_its_call_and_then_the_run(
     raised: str, concurrency: int
 ) -> None:
     log: list[str] = []
+    # The worker task that runs the aborting call (in a parallel round each call has its own).
+    aborting: asyncio.Future[asyncio.Task[Any]] = asyncio.get_running_loop().create_future()
 
     async def sibling(args: dict[str, Any], context: ToolExecutionContext) -> str:
-        await asyncio.sleep(0.03)
+        if concurrency > 1:
+            # Still running when the failure lands: it ends once the worker of the aborting call
+            # has ended. Ending after a sleep, it could end first on a loaded machine (closing a
+            # cancelled call takes several turns of the loop), and its worker claim call_2.
+            await asyncio.wait([await aborting])
         log.append(f"{context.tool_call_id} finished")
         return "sibling"
 
     async def abort(args: dict[str, Any], context: ToolExecutionContext) -> None:
         log.append(f"{context.tool_call_id} raised")
+        task = asyncio.current_task()
+        assert task is not None
+        aborting.set_result(task)
         if raised == "CancelledError":
             # A future someone else cancelled: the run itself is not being cancelled.
             future = asyncio.get_running_loop().create_future()

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
-from tests.support import EventLog, OpenedConnections, not_a_database, small_json
+from tests.support import EventLog, OpenedConnections, WallClock, not_a_database, small_json
 
 from prism_tools import ToolCall, ToolDefinition, ToolExecutionContext, create_tool_registry
 from prism_tools.agent import APPROVAL_REQUIRED, AgentRunError, Session, create_agent
@@ -1435,14 +1435,23 @@ async def test_a_store_whose_replace_answers_with_a_truthy_stranger_is_not_taken
     assert echo.calls == []
 
 
-async def test_a_slow_subscriber_of_the_suspension_cannot_fail_a_suspended_run() -> None:
+async def test_a_slow_subscriber_of_the_suspension_cannot_fail_a_suspended_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = WallClock().install(monkeypatch)
+    # Grace enough for the subscriber to end on its own once the clock has jumped.
+    monkeypatch.setattr("prism_tools.agent.CLOSING_EVENTS_GRACE_MS", 2 * WallClock.LIMIT_MS)
+
     async def slow(event: Any) -> None:
         if event.type == "run_suspended":
+            clock.use_up()  # the subscriber is still at work when the run's wall time is gone
             await asyncio.sleep(0.3)
 
     echo = Recorder()
     agent = build_agent(
-        ScriptedProvider([calling(call("c1")), answer()]), echo, limits={"max_wall_time_ms": 100}
+        ScriptedProvider([calling(call("c1")), answer()]),
+        echo,
+        limits={"max_wall_time_ms": WallClock.LIMIT_MS},
     )
     session = agent.session()
     session.subscribe(slow)

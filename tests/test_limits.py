@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 import pytest
-from tests.support import EventLog
+from tests.support import EventLog, WallClock
 
 from prism_tools import ErrorInfo, RunLimitError, ToolCall, ToolDefinition, ToolExecutionContext
 from prism_tools.agent import NOT_DISPATCHED, AgentRunError, Session, create_agent
@@ -372,15 +372,30 @@ async def test_max_tool_rounds_not_reached_ends_naturally() -> None:
 # --- max_wall_time_ms ------------------------------------------------------------------------
 
 
-async def test_wall_time_breach_with_a_slow_tool_fails_the_run() -> None:
+class UsesUpTheWallTime(Recorder):
+    """A slow tool body during which the wall time runs out (``clock.use_up`` as it starts): a
+    short real limit could run out on a loaded machine before the tool ever started."""
+
+    def __init__(self, clock: WallClock) -> None:
+        super().__init__(delay=5)
+        self.clock = clock
+
+    async def __call__(self, args: dict[str, Any], context: ToolExecutionContext) -> Any:
+        self.clock.use_up()  # before the tool's own sleep begins: the limit comes first
+        return await super().__call__(args, context)
+
+
+async def test_wall_time_breach_with_a_slow_tool_fails_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     session, _, tool, log = make_session(
         [calling(echo_call("call_1")), answer()],
-        tool=Recorder(delay=5),
-        limits={"max_wall_time_ms": 50},
+        tool=UsesUpTheWallTime(WallClock().install(monkeypatch)),
+        limits={"max_wall_time_ms": WallClock.LIMIT_MS},
     )
-    started = time.monotonic()
+    started = time.perf_counter()  # real time: the clock the run reads jumps
     error = await run_failing(session, "go")
-    elapsed = time.monotonic() - started
+    elapsed = time.perf_counter() - started
 
     assert elapsed < 2, "the run must stop at the wall-time limit, not wait for the tool"
     assert tool.ran == ["call_1"]
@@ -389,19 +404,21 @@ async def test_wall_time_breach_with_a_slow_tool_fails_the_run() -> None:
     assert error.result.status == "failed"
     assert error.result.limit is not None
     assert error.result.limit["limit"] == "max_wall_time_ms"
-    assert error.result.limit["maximum"] == 50
+    assert error.result.limit["maximum"] == WallClock.LIMIT_MS
     assert isinstance(error.result.limit["observed"], int)
-    assert error.result.limit["observed"] >= 50
+    assert error.result.limit["observed"] >= WallClock.LIMIT_MS
     assert len(limit_events(log)) == 1
 
 
 @pytest.mark.parametrize("concurrency", [1, 2])
-async def test_wall_time_breach_mid_batch_still_answers_every_call(concurrency: int) -> None:
+async def test_wall_time_breach_mid_batch_still_answers_every_call(
+    concurrency: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     calls = [echo_call("call_1"), echo_call("call_2")]
     session, _, _, _ = make_session(
         [calling(*calls), answer()],
-        tool=Recorder(delay=5),
-        limits={"max_wall_time_ms": 50},
+        tool=UsesUpTheWallTime(WallClock().install(monkeypatch)),
+        limits={"max_wall_time_ms": WallClock.LIMIT_MS},
         loop={"tool_concurrency": concurrency},
     )
     await run_failing(session, "go")
