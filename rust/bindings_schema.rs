@@ -63,6 +63,8 @@ enum Conversion {
     TooLarge {
         at_least: usize,
     },
+    /// A value the guards would refuse that the conversion is the last to see exactly.
+    Refused(GuardViolation),
 }
 
 /// What `to_value` may still write: a lower bound on the canonical bytes of the schema built so
@@ -285,6 +287,36 @@ fn wide_int_value(object: &Bound<'_, PyAny>, path: &str, walk: Walk) -> Result<V
     }
 }
 
+/// Refuses an `int` divisor beyond 64 bits that its nearest float does not hold exactly, as
+/// `guards::inexact_divisor` refuses one within 64 bits.
+#[cold]
+fn refuse_wide_divisor(item: &Bound<'_, PyAny>, path: &str) -> Result<(), Conversion> {
+    if !item.is_instance_of::<PyInt>() {
+        return Ok(());
+    }
+    // Through `int`'s own methods, as `wide_int_to_f64` reads the value: a subclass's code
+    // never runs. Reached only on a walk over copies (a wide integer stops a walk in place).
+    // Exact when the float's own digits (`{:.0}` writes them all) are the integer's.
+    let py = item.py();
+    let digits = py
+        .get_type::<PyInt>()
+        .call_method1(intern!(py, "__repr__"), (item,))
+        .and_then(|text| text.extract::<String>());
+    let Ok(digits) = digits else {
+        return Ok(()); // unreadable: the guards refuse what the conversion made of it
+    };
+    if wide_int_to_f64(item).is_ok_and(|nearest| format!("{nearest:.0}") == digits) {
+        return Ok(());
+    }
+    let text = digits;
+    Err(Conversion::Refused(GuardViolation::InvalidSchema {
+        reason: format!(
+            "multipleOf {} is an integer above 2^53 that a float does not hold exactly at {path}",
+            crate::guards::excerpt(&text, 80)
+        ),
+    }))
+}
+
 /// Whether `object` is a `collections.abc.Mapping`. Asked of Python directly, not through
 /// the `PyO3` mapping check, which swallows what the check raises: an interrupt raised by an
 /// object's `__class__` or its type's `__instancecheck__` must propagate.
@@ -339,6 +371,14 @@ fn object_value<'py>(
         // The key, its quotes, the colon and a comma.
         budget.spend(key.len() + 4)?;
         let value = to_value(&item, depth + 1, max_depth, path, walk, budget)?;
+        // An integer beyond 64 bits becomes its nearest float here, where the guard of integer
+        // divisors can no longer tell it from a float (`guards::inexact_divisor`).
+        if let Value::Number(number) = &value
+            && number.is_f64()
+            && key == "multipleOf"
+        {
+            refuse_wide_divisor(&item, path)?;
+        }
         path.truncate(base);
         // Only keys of a `str` subclass with its own equality repeat a text: the value replaced
         // is not written out, so what it spent is given back.
@@ -758,6 +798,7 @@ impl PySchemaValidator {
             match converted {
                 Ok(value) => value,
                 Err(Conversion::Interrupted(err)) => return Err(err),
+                Err(Conversion::Refused(violation)) => return Err(guard_error(&violation)),
                 Err(Conversion::TooLarge { at_least }) => {
                     return Err(guard_error(&GuardViolation::SchemaTooLargeAtLeast {
                         bytes: at_least,

@@ -1148,9 +1148,16 @@ fn applied_subschemas<'a>(
 ) {
     for (key, value) in map {
         let keyword = key.len() as u64 + 1;
-        // The step through an array of subschemas names the index; through an object, the name.
+        // The step through an array of subschemas names the index; through an object, the name,
+        // escaped as a JSON pointer (`~` and `/` take two bytes).
         let indexed = |index: usize| keyword + u64::from(index.checked_ilog10().unwrap_or(0)) + 2;
-        let named = |name: &str| keyword + name.len() as u64 + 1;
+        let named = |name: &str| {
+            let escaped = name
+                .bytes()
+                .filter(|&byte| byte == b'~' || byte == b'/')
+                .count();
+            keyword + (name.len() + escaped) as u64 + 1
+        };
         match (key.as_str(), value) {
             ("allOf", Value::Array(items)) => {
                 for (index, item) in items.iter().enumerate() {
@@ -1954,6 +1961,9 @@ mod tests {
                 "level {level}"
             );
         }
+        // A name is weighed as the path spells it: `/` escaped as `~1`.
+        let slashes = json!({"properties": {"/".repeat(10_000): {"$ref": "#"}}, "required": ["x"]});
+        assert!(issues(&slashes).per_level[1] > long.per_level[1]);
         // A branch keeps errors from below it: weighed by the longest path.
         let branch = json!({
             "$defs": {"r": {"properties": {long_name: {"$ref": "#/$defs/r"}}, "required": ["x"]}},

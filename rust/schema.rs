@@ -93,11 +93,27 @@ pub const MAX_PATTERN_BYTES: usize = 128 * 1024;
 /// match one 1 KB property name.
 pub const MAX_SCHEMA_PATTERN_BYTES: usize = 4 * MAX_PATTERN_BYTES;
 
+/// The most the lazy DFA caches of one schema's patterns may hold together: each distinct
+/// pattern gets an equal share, at most the `regex` crate's default of 2 MiB. A cache fills as
+/// strings are matched and stays allocated with the pattern, so 320 small patterns built to fill
+/// theirs held 830 MiB after one call; a pattern whose share is too small for its states is
+/// matched without the lazy DFA, more slowly, never wrongly.
+pub const MAX_SCHEMA_DFA_BYTES: usize = 16 * 1024 * 1024;
+
+/// The `regex` crate's own default capacity of one pattern's lazy DFA cache.
+const REGEX_DEFAULT_DFA_BYTES: usize = 2 * 1024 * 1024;
+
+/// The lazy DFA cache of each pattern of a schema with `distinct` patterns.
+pub fn dfa_share(distinct: usize) -> usize {
+    (MAX_SCHEMA_DFA_BYTES / distinct.max(1)).min(REGEX_DEFAULT_DFA_BYTES)
+}
+
 /// Refuses `patterns` whose distinct texts compile to more than `MAX_SCHEMA_PATTERN_BYTES`
-/// (`compiled_pattern_bytes`), before the validator compiles any of them.
-pub fn check_pattern_total(patterns: &[&str]) -> Result<(), GuardViolation> {
+/// (`compiled_pattern_bytes`), before the validator compiles any of them; else how many
+/// distinct texts there are.
+pub fn check_pattern_total(patterns: &[&str]) -> Result<usize, GuardViolation> {
     if patterns.is_empty() {
-        return Ok(());
+        return Ok(0);
     }
     let mut seen = ahash::AHashSet::with_capacity(patterns.len());
     let mut total = 0usize;
@@ -113,7 +129,7 @@ pub fn check_pattern_total(patterns: &[&str]) -> Result<(), GuardViolation> {
             }
         }
     }
-    Ok(())
+    Ok(seen.len())
 }
 
 /// Pattern texts measured recently, with what each compiles to: schemas of one host share most
@@ -170,8 +186,9 @@ const REGEX_DEFAULT_SIZE_LIMIT: usize = 10 * 1024 * 1024;
 /// the schema holds.
 ///
 /// Patterns run on the `regex` crate's linear-time engine, each compiled program at most
-/// `MAX_PATTERN_BYTES` (the lazy DFA cache keeps the crate's default of 2 MiB per pattern: a
-/// larger one does not help the patterns that defeat it). With a size limit set the crate
+/// `MAX_PATTERN_BYTES`, all of them at most `MAX_SCHEMA_PATTERN_BYTES`, and their lazy DFA
+/// caches `MAX_SCHEMA_DFA_BYTES` together (`dfa_share`; a cache larger than the crate's default
+/// of 2 MiB does not help the patterns that defeat it). With a size limit set the crate
 /// compiles every pattern in full when the schema is built, so a pattern past the limit is
 /// refused then, never while validating; simple anchored patterns (`^[0-9]{4}$`) are still
 /// matched without the regex engine on ASCII text.
@@ -182,11 +199,15 @@ pub fn build_validator<F: Json>(
 ) -> Result<Built<F>, GuardViolation> {
     let (stats, names) = check_schema_with_words(schema, limits)?;
     let draft = draft_of(schema)?;
-    check_pattern_total(&names.patterns)?;
+    let distinct = check_pattern_total(&names.patterns)?;
     let mut options = jsonschema::options_for::<F>()
         .with_draft(draft)
         .with_retriever(DenyRetriever)
-        .with_pattern_options(PatternOptions::regex().size_limit(MAX_PATTERN_BYTES))
+        .with_pattern_options(
+            PatternOptions::regex()
+                .size_limit(MAX_PATTERN_BYTES)
+                .dfa_size_limit(dfa_share(distinct)),
+        )
         .should_validate_formats(false);
     if let Some(patterns) = patterns {
         options = options.with_pattern_cache(patterns.clone());
@@ -1602,6 +1623,32 @@ mod tests {
                 "c": {"pattern": r"^[\p{L} '-]+$"},
             }}))
             .is_ok()
+        );
+    }
+
+    #[test]
+    fn the_lazy_dfa_caches_of_a_schema_share_one_budget() {
+        assert_eq!(dfa_share(0), REGEX_DEFAULT_DFA_BYTES);
+        assert_eq!(dfa_share(8), REGEX_DEFAULT_DFA_BYTES);
+        assert_eq!(
+            dfa_share(320) * 320,
+            MAX_SCHEMA_DFA_BYTES - MAX_SCHEMA_DFA_BYTES % 320
+        );
+        // Shares of 200 patterns, 80 KiB each: every pattern still matches as it should.
+        let names: serde_json::Map<String, Value> = (0..200)
+            .map(|at| (format!("^a[ab]{{16}}c{at}$"), json!(true)))
+            .collect();
+        let schema = json!({"patternProperties": names, "additionalProperties": false});
+        let built = build_validator::<SerdeJson>(&schema, &Limits::default(), None).unwrap();
+        assert!(
+            built
+                .validator
+                .is_valid(&json!({"aababababababababc42": 1}))
+        );
+        assert!(
+            !built
+                .validator
+                .is_valid(&json!({"aababababababababc200": 1}))
         );
     }
 

@@ -429,19 +429,43 @@ def test_long_evaluation_paths_stay_within_tens_of_mebibytes() -> None:
 # --- integer divisors ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("divisor", [2**53 + 1, -(2**53 + 1), 10**17 + 1])
+class LoudInt(int):
+    """An int whose own text and equality must never be asked for."""
+
+    def __repr__(self) -> str:
+        raise AssertionError("the subclass's __repr__ ran")
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        raise AssertionError("the subclass's __eq__ ran")
+
+    __hash__ = int.__hash__
+
+
+@pytest.mark.parametrize(
+    "divisor",
+    [2**53 + 1, -(2**53 + 1), 10**17 + 1, 2**64 + 1, -(2**80 + 1), LoudInt(2**64 + 3)],
+    ids=["2^53+1", "-(2^53+1)", "10^17+1", "2^64+1", "-(2^80+1)", "int subclass 2^64+3"],
+)
 def test_an_integer_divisor_a_float_does_not_hold_is_refused(divisor: int) -> None:
     # The validator holds the divisor as a float: 2^53 + 1 would be checked as 2^53, and
     # 2^53 + 1 would not count as a multiple of itself.
     error = refusal({"type": "object", "properties": {"n": {"multipleOf": divisor}}})
     assert error.reason == "schema_invalid"
-    assert f"multipleOf {divisor} is an integer above 2^53" in str(error)
+    assert f"multipleOf {int(divisor)} is an integer above 2^53" in str(error)
     assert "/properties/n/multipleOf" in str(error)
 
 
 @pytest.mark.parametrize(
     ("divisor", "multiple", "other"),
-    [(2**53, 2**54, 2**53 + 2**52), (2**60, 2**61, 2**60 + 2**59), (3, 2**53 + 1, 2**53)],
+    [
+        (2**53, 2**54, 2**53 + 2**52),
+        (2**60, 2**61, 2**60 + 2**59),
+        (3, 2**53 + 1, 2**53),
+        (2**64, 2**65, 2**64 + 2**63),
+        (2**80, 2**81, 2**80 + 2**79),
+    ],
 )
 def test_integer_divisors_a_float_holds_are_exact(divisor: int, multiple: int, other: int) -> None:
     schema = {"multipleOf": divisor}
@@ -449,3 +473,52 @@ def test_integer_divisors_a_float_holds_are_exact(divisor: int, multiple: int, o
     adapter = create_json_schema_adapter()
     assert adapter.is_valid(schema, multiple)
     assert not adapter.is_valid(schema, other)
+
+
+async def test_a_divisor_beyond_64_bits_never_lets_a_non_multiple_through() -> None:
+    # Read as its nearest float, 2^64 + 1 would accept 2^64, which is not a multiple of it.
+    ran: list[object] = []
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "multipleOf": 2**64 + 1}}}
+    with pytest.raises(SchemaGuardError):
+        create_tool_registry([tool(schema, ran)], check_schemas=True)
+    registry = create_tool_registry([tool(schema, ran)])
+    validate = create_json_schema_tool_argument_validator()
+    context = ToolExecutionContext(session_id="s", run_id="r", tool_call_id="c1")
+    for arguments in ({"n": 2**64}, '{"n": 18446744073709551616}'):
+        result = await dispatch_tool_call(
+            ToolCall("c1", "t", arguments), registry=registry, context=context, validate=validate
+        )
+        assert result.error is not None
+        assert result.error.details == {"reason": "schema_invalid"}
+    assert ran == []
+
+
+# --- lazy DFA caches -----------------------------------------------------------------------------
+
+
+def test_the_lazy_dfa_caches_of_many_patterns_stay_within_tens_of_mebibytes() -> None:
+    """320 small patterns, each built to fill its lazy DFA cache, against one 3 KB string: with a
+    2 MiB cache each they took and then kept 790 MiB."""
+    script = textwrap.dedent(
+        r"""
+        import json, random, resource
+        from prism_tools import create_json_schema_adapter
+        odd = "".join("\\x%02x" % b for b in range(0x21, 0x7F, 2))
+        patterns = [f"a[ab]{{16}}(?:[{odd}]|c){n}" for n in range(320)]
+        schema = {"type": "object", "properties": {"s": {"type": "string",
+                  "allOf": [{"pattern": p} for p in patterns]}}}
+        rng = random.Random(1)
+        text = json.dumps({"s": "".join(rng.choice("ab") for _ in range(3000))})
+        adapter = create_json_schema_adapter()
+        adapter.check_schema(schema)
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        found = adapter.parse_and_find(schema, text)[1]
+        print(found[1], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+        """
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    count, grown_kib = (int(word) for word in ran.stdout.split()[-2:])
+    assert count == 320  # every pattern still matched, and failed
+    assert grown_kib < 128 * 1024, f"peak memory grew {grown_kib} KiB"
