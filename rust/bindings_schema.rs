@@ -32,7 +32,7 @@ use crate::document::{Document, ParseFailure, Repeats, Source, Tape, parse};
 use crate::guards::{ALL_LIMITS, GuardViolation, Limits, scan_json};
 use crate::schema::{
     CompiledSchema, Findings, Issue, KEYWORDS, Listing, MAX_ISSUE_MESSAGE_BYTES, SchemaCache,
-    collect_issues, cut, document_weight, known_keyword, report_message,
+    collect_issues, cut, known_keyword, report_message, weigh_document,
 };
 use jsonschema::json::Node as _;
 
@@ -406,7 +406,7 @@ fn issues_to_python(findings: Findings) -> Found {
 /// (see `schema::collect_issues`).
 fn document_issues(entry: &CompiledSchema<Tape>, doc: &Document<'_>, max: usize) -> Findings {
     collect_issues(&entry.validator, doc.root(), max, &entry.issues, || {
-        document_weight(doc)
+        weigh_document(doc, &entry.issues)
     })
 }
 

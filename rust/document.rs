@@ -216,6 +216,21 @@ impl<'s> Document<'s> {
         self.nodes.is_empty()
     }
 
+    /// The bytes of every string and member name, in one pass over the flat buffers.
+    pub fn text_bytes(&self) -> u64 {
+        let length = |text: &Text<'s>| match *text {
+            Text::Source(text) => text.len(),
+            Text::Decoded { len, .. } => len as usize,
+            Text::Held(at) => self.held.get(at as usize).map_or(0, |text| text.len()),
+        } as u64;
+        let strings = self.nodes.iter().map(|node| match node {
+            Entry::Str(text) => length(text),
+            _ => 0,
+        });
+        let names = self.members.iter().map(|member| length(&member.key));
+        strings.chain(names).fold(0, u64::saturating_add)
+    }
+
     /// The root node (the last one read). Callers only ask for it of a non-empty document.
     pub fn root(&self) -> DocNode<'_> {
         DocNode {

@@ -1715,6 +1715,8 @@ pub struct IssueWeights {
     /// arguments. Each issue weighed as `per_level` weighs it, by the longest evaluation path
     /// anywhere in the schema (the branches' errors may come from any level below).
     pub first_error: Box<[u64]>,
+    /// The largest of `per_level`: what one value at any level may draw.
+    pub most: u64,
 }
 
 /// `bytes` in issue units, rounded up.
@@ -1820,7 +1822,7 @@ fn issue_weights(
     // every `ISSUE_UNIT_BYTES` (an issue unit already holds a short path). An `anyOf` or
     // `oneOf` error holds errors from anywhere below it: they are weighed by the longest path.
     let path_units = |path: u64| 1 + path / ISSUE_UNIT_BYTES;
-    let per_level = levels
+    let per_level: Box<[u64]> = levels
         .iter()
         .enumerate()
         .map(|(level, &units)| {
@@ -1832,9 +1834,11 @@ fn issue_weights(
         .iter()
         .map(|&kept| kept.saturating_mul(longest))
         .collect();
+    let most = per_level.iter().copied().max().unwrap_or(0);
     IssueWeights {
         per_level,
         first_error,
+        most,
     }
 }
 

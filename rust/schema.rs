@@ -557,6 +557,43 @@ pub fn document_weight(doc: &Document<'_>) -> DocumentWeight {
     weight
 }
 
+/// An upper bound on `document_weight(doc).listing_cost(weights)` from the document's size
+/// alone: its values (`doc.len()`, which also bounds its depth) and the bytes of its strings and
+/// names, with none of the walk. A value's instance path is at most 11 bytes a level plus twice
+/// every name above it; the names and texts its errors copy, and an array's copy of its whole
+/// subtree (80 bytes a value, `VALUE_COPY_BYTES`, besides the text), are bounded the same way.
+/// Ordinary invalid calls are far within the budget by this bound, so their issues are listed
+/// without weighing the document level by level.
+pub fn listing_cost_bound(doc: &Document<'_>, weights: &IssueWeights) -> u64 {
+    let values = doc.len() as u64;
+    let text = doc.text_bytes();
+    // Paths (11 a level, at most `values` levels, and twice the names) and array copies
+    // (`values` arrays at most, each at most 80 a value and every text), per value; names and
+    // the copies of object member names and strings, once.
+    let per_value = values
+        .saturating_mul(91)
+        .saturating_add(text.saturating_mul(3));
+    let bytes = values
+        .saturating_mul(per_value)
+        .saturating_add(values.saturating_mul(VALUE_COPY_BYTES))
+        .saturating_add(text.saturating_mul(2));
+    // Each level's values and its bytes in issue units (rounded up, so one more a level).
+    let units = values
+        .saturating_mul(2)
+        .saturating_add(2)
+        .saturating_add(bytes.div_ceil(ISSUE_UNIT_BYTES));
+    units.saturating_mul(weights.most)
+}
+
+/// What `collect_issues` needs of an invalid document: its weight, or none at all (nothing to
+/// weigh, every issue is listed) when `listing_cost_bound` already fits `MAX_LISTING_UNITS`.
+pub fn weigh_document(doc: &Document<'_>, weights: &IssueWeights) -> DocumentWeight {
+    if listing_cost_bound(doc, weights) <= MAX_LISTING_UNITS {
+        return DocumentWeight::default();
+    }
+    document_weight(doc)
+}
+
 /// A container entry without the lifetime of its document's text (it holds none).
 fn erase(entry: Entry<'_>) -> Entry<'static> {
     match entry {
@@ -1419,7 +1456,7 @@ mod tests {
     fn findings(built: &Built<Tape>, text: &str) -> Findings {
         let doc = doc(text);
         collect_issues(&built.validator, doc.root(), 256, &built.issues, || {
-            document_weight(&doc)
+            weigh_document(&doc, &built.issues)
         })
     }
 
@@ -1785,5 +1822,39 @@ mod tests {
             refused.map(|violation| violation.code()),
             Some("schema_too_large")
         );
+    }
+
+    /// JSON values of every shape, with names and strings of any length.
+    fn weighed_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<i64>().prop_map(Value::from),
+            ".{0,40}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(6, 64, 8, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+                prop::collection::vec((".{0,20}", inner), 0..8)
+                    .prop_map(|members| Value::Object(members.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn the_quick_bound_is_never_below_the_weighed_cost(
+            value in weighed_value(),
+            per_level in prop::collection::vec(0u64..50, 1..10),
+        ) {
+            let text = serde_json::to_string(&value).unwrap();
+            let doc = parse(Source::Text(&text), 1 << 22, 256, Repeats::Resolve).unwrap();
+            let weights = IssueWeights {
+                most: per_level.iter().copied().max().unwrap_or(0),
+                first_error: vec![0; per_level.len()].into(),
+                per_level: per_level.into(),
+            };
+            let weighed = document_weight(&doc).listing_cost(&weights);
+            prop_assert!(listing_cost_bound(&doc, &weights) >= weighed);
+        }
     }
 }
