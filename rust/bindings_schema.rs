@@ -305,16 +305,14 @@ fn refuse_wide_divisor(item: &Bound<'_, PyAny>, path: &str) -> Result<(), Conver
     let Ok(digits) = digits else {
         return Ok(()); // unreadable: the guards refuse what the conversion made of it
     };
-    if wide_int_to_f64(item).is_ok_and(|nearest| format!("{nearest:.0}") == digits) {
-        return Ok(());
+    let nearest = wide_int_to_f64(item).map(|nearest| format!("{nearest:.0}"));
+    match nearest {
+        Ok(nearest) if nearest != digits => Err(Conversion::Refused(
+            crate::guards::inexact_divisor_refusal(&digits, &nearest, path),
+        )),
+        // Exact; or beyond a float's range, which the conversion refuses as it is.
+        _ => Ok(()),
     }
-    let text = digits;
-    Err(Conversion::Refused(GuardViolation::InvalidSchema {
-        reason: format!(
-            "multipleOf {} is an integer above 2^53 that a float does not hold exactly at {path}",
-            crate::guards::excerpt(&text, 80)
-        ),
-    }))
 }
 
 /// Whether `object` is a `collections.abc.Mapping`. Asked of Python directly, not through

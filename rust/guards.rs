@@ -936,12 +936,15 @@ impl<'a> Walker<'a, '_> {
             }
         }
         if let Some(Value::Number(divisor)) = map.get("multipleOf")
-            && let Some(reason) = inexact_divisor(divisor)
+            && let Some(nearest) = inexact_divisor(divisor)
         {
             let key_at = self.trail.push(at, Step::Key("multipleOf"));
-            return Err(GuardViolation::InvalidSchema {
-                reason: format!("{reason} at {}", self.trail.render(key_at)),
-            });
+            let path = self.trail.render(key_at);
+            return Err(inexact_divisor_refusal(
+                &divisor.to_string(),
+                &nearest.to_string(),
+                &path,
+            ));
         }
         if let Some(Value::String(pattern)) = map.get("pattern") {
             self.stats.patterns += 1;
@@ -972,8 +975,9 @@ impl<'a> Walker<'a, '_> {
 /// Why an integer `multipleOf` cannot be checked as written: the validator holds the divisor as
 /// a float, and an integer above 2^53 that a float does not hold exactly would be checked
 /// against its neighbour (`9007199254740993` as `9007199254740992`, which is not a divisor of
-/// `9007199254740993`). Floats, and integers a float holds, are taken as they are.
-fn inexact_divisor(divisor: &serde_json::Number) -> Option<String> {
+/// `9007199254740993`). Floats, and integers a float holds, are taken as they are. Returns the
+/// integer the float holds instead.
+fn inexact_divisor(divisor: &serde_json::Number) -> Option<u64> {
     const EXACT: u64 = 1 << 53;
     let magnitude = divisor
         .as_u64()
@@ -984,12 +988,20 @@ fn inexact_divisor(divisor: &serde_json::Number) -> Option<String> {
         clippy::cast_sign_loss
     )]
     let nearest = (magnitude as f64) as u64;
-    (magnitude > EXACT && nearest != magnitude).then(|| {
-        format!(
-            "multipleOf {divisor} is an integer above 2^53 that a float does not hold exactly \
-             (a float holds {nearest})"
-        )
-    })
+    (magnitude > EXACT && nearest != magnitude).then_some(nearest)
+}
+
+/// The refusal of an integer `multipleOf` written `digits` that a float holds only as
+/// `nearest`, at `path`: from the guards within 64 bits, and from the conversion of a Python
+/// `int` beyond them (which becomes its nearest float before any guard sees it).
+pub fn inexact_divisor_refusal(digits: &str, nearest: &str, path: &str) -> GuardViolation {
+    GuardViolation::InvalidSchema {
+        reason: format!(
+            "multipleOf {} is an integer above 2^53 that a float does not hold exactly \
+             (a float holds {nearest}) at {path}",
+            excerpt(digits, 80)
+        ),
+    }
 }
 
 /// What a member needs to know about the object holding it.
@@ -1882,16 +1894,7 @@ mod tests {
     #[test]
     fn issue_weights_count_a_reference_each_time_it_applies() {
         let names: Vec<String> = (0..500).map(|at| format!("r{at}")).collect();
-        let mut defs = serde_json::Map::new();
-        for at in 0..6 {
-            let next = format!("#/$defs/d{}", at + 1);
-            defs.insert(
-                format!("d{at}"),
-                json!({"anyOf": [{"$ref": next}, {"$ref": next}]}),
-            );
-        }
-        defs.insert("d6".into(), json!({"required": names}));
-        let schema = json!({"$defs": defs, "$ref": "#/$defs/d0"});
+        let schema = branching_chain(6, 2, json!({"required": names}));
         let weights = issues(&schema);
         assert!(weights.per_level[0] >= 64 * 500, "{weights:?}");
         // Every branch keeps its errors in its `anyOf` error, all at the same value.
@@ -1984,16 +1987,7 @@ mod tests {
     #[test]
     fn the_expansion_guard_is_unchanged_by_the_issue_weights() {
         // Still refused, and still accepted, as before the weighing kept levels.
-        let mut defs = serde_json::Map::new();
-        for at in 0..30 {
-            let next = format!("#/$defs/d{}", at + 1);
-            defs.insert(
-                format!("d{at}"),
-                json!({"anyOf": [{"$ref": next}, {"$ref": next}]}),
-            );
-        }
-        defs.insert("d30".into(), json!({"type": "string"}));
-        let doubling = json!({"$defs": defs, "$ref": "#/$defs/d0"});
+        let doubling = branching_chain(30, 2, json!({"type": "string"}));
         assert_eq!(
             check(&doubling).map(|_| ()).unwrap_err().code(),
             "schema_expansion_too_large"
@@ -2042,13 +2036,14 @@ mod tests {
     }
 
     /// `anyOf` of `width` references to the next of `levels` definitions, ending in a string.
-    fn branching_chain(levels: usize, width: usize) -> Value {
+    /// `levels` schemas, each an `anyOf` of `width` references to the next, then `leaf`.
+    fn branching_chain(levels: usize, width: usize, leaf: Value) -> Value {
         let mut defs = serde_json::Map::new();
         for level in 0..levels {
             let next = json!({"$ref": format!("#/$defs/d{}", level + 1)});
             defs.insert(format!("d{level}"), json!({"anyOf": vec![next; width]}));
         }
-        defs.insert(format!("d{levels}"), json!({"type": "string"}));
+        defs.insert(format!("d{levels}"), leaf);
         json!({"$defs": defs, "$ref": "#/$defs/d0"})
     }
 
@@ -2059,10 +2054,26 @@ mod tests {
     #[test]
     fn references_that_multiply_validation_are_refused() {
         // 2^30 schemas applied to one value: hours of validation for one call.
-        assert!(expansion_refused(&branching_chain(30, 2)));
-        assert!(expansion_refused(&branching_chain(14, 3)));
-        assert!(!expansion_refused(&branching_chain(8, 2)));
-        assert!(!expansion_refused(&branching_chain(60, 1)));
+        assert!(expansion_refused(&branching_chain(
+            30,
+            2,
+            json!({"type": "string"})
+        )));
+        assert!(expansion_refused(&branching_chain(
+            14,
+            3,
+            json!({"type": "string"})
+        )));
+        assert!(!expansion_refused(&branching_chain(
+            8,
+            2,
+            json!({"type": "string"})
+        )));
+        assert!(!expansion_refused(&branching_chain(
+            60,
+            1,
+            json!({"type": "string"})
+        )));
         // A member checked twice per level, each time by the root again: 2^64 along a path.
         let twice = json!({
             "type": "object",

@@ -121,9 +121,9 @@ pub fn check_pattern_total(patterns: &[&str]) -> Result<usize, GuardViolation> {
         if seen.insert(pattern) {
             total = total.saturating_add(compiled_pattern_bytes(pattern));
             if total > MAX_SCHEMA_PATTERN_BYTES {
-                let distinct = patterns.iter().collect::<ahash::AHashSet<_>>().len();
+                seen.extend(patterns);
                 return Err(GuardViolation::PatternsTooLarge {
-                    distinct,
+                    distinct: seen.len(),
                     limit: MAX_SCHEMA_PATTERN_BYTES,
                 });
             }
@@ -486,24 +486,16 @@ pub fn document_weight(doc: &Document<'_>) -> DocumentWeight {
         if let Some((at, level, path, name)) = value.take() {
             let copy = VALUE_COPY_BYTES.saturating_add(name);
             match *doc.entry(at) {
-                entry @ Entry::Array { .. } => {
-                    weight.value(level, path, name, 0);
-                    open.push(Open {
-                        entry: erase(entry),
-                        level,
-                        path,
-                        name,
-                        done: 0,
-                        copy,
-                    });
-                }
-                entry @ Entry::Object { start, len, .. } => {
-                    // An `additionalProperties` error copies the object's member names.
-                    let names = doc
-                        .object_members(start, len)
-                        .iter()
-                        .map(|member| VALUE_COPY_BYTES + doc.text(&member.key).len() as u64)
-                        .fold(0, u64::saturating_add);
+                entry @ (Entry::Array { .. } | Entry::Object { .. }) => {
+                    // An `additionalProperties` error copies an object's member names.
+                    let names = match entry {
+                        Entry::Object { start, len, .. } => doc
+                            .object_members(start, len)
+                            .iter()
+                            .map(|member| VALUE_COPY_BYTES + doc.text(&member.key).len() as u64)
+                            .fold(0, u64::saturating_add),
+                        _ => 0,
+                    };
                     weight.value(level, path, name, names);
                     open.push(Open {
                         entry: erase(entry),
