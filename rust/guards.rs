@@ -1074,8 +1074,17 @@ struct Work<'a> {
     any_member: u64,
     /// When weighing issues (`IssueWeights`): the most applied at any one value each level
     /// down, the value itself first. Not along a path: a value draws only what applies to it.
-    /// Empty when not weighed.
+    /// Below the value itself, the larger of `elements` and `members` at each level. Empty when
+    /// not weighed.
     levels: Vec<u64>,
+    /// When weighing issues: what applies at one value each level down through an element of
+    /// this value, one level down first; and through a member (or a name, or decoded content).
+    /// A value is an array or an object, not both, so only one of the two reaches below it:
+    /// schemas applied in place add each to each, and `levels` takes the larger. Summed into
+    /// one, a union of an array schema and an object schema that refer back to it (a JSON
+    /// value) would double at every level.
+    elements: Vec<u64>,
+    members: Vec<u64>,
     /// When weighing issues: each level down, the most an `anyOf` or `oneOf` error at one value
     /// there can hold (`IssueWeights::first_error`).
     contexts: Vec<u64>,
@@ -1110,10 +1119,18 @@ impl<'a> Work<'a> {
     }
 
     /// Adds a subschema applied to the same value: members of one name add up, since both
-    /// schemas apply to that member. What each applies to one value of a level adds up too,
-    /// though the two may reach different values there: an upper bound.
+    /// schemas apply to that member. What each applies to one value of a level through an
+    /// element (or a member) adds up too, though the two may reach different values there: an
+    /// upper bound. `levels` below the value is left for `weigh` to take again.
     fn add_in_place(&mut self, other: &Work<'a>) {
-        add_levels(&mut self.levels, &other.levels, 0);
+        // Below the value, elements and members stay apart until `weigh` takes the larger.
+        add_levels(
+            &mut self.levels,
+            other.levels.get(..1).unwrap_or_default(),
+            0,
+        );
+        add_levels(&mut self.elements, &other.elements, 0);
+        add_levels(&mut self.members, &other.members, 0);
         // One error is the first: the heaviest of the contexts, not their sum.
         max_levels(&mut self.contexts, &other.contexts);
         self.array = self.array.saturating_add(other.array);
@@ -1123,6 +1140,21 @@ impl<'a> Work<'a> {
         for &(name, work) in &other.named {
             self.add_named(name, work);
         }
+    }
+
+    /// Adds what applies one level down and further through an element, and through a member,
+    /// then takes `levels` below the value again: a value one level down is an element or a
+    /// member (with its name), not both, so the larger of the two at each level.
+    fn add_below(&mut self, element: &[u64], member: &[u64]) {
+        add_levels(&mut self.elements, element, 0);
+        add_levels(&mut self.members, member, 0);
+        self.levels.truncate(1);
+        let below = self.elements.len().max(self.members.len());
+        let (elements, members) = (&self.elements, &self.members);
+        self.levels.extend((0..below).map(|level| {
+            let element = elements.get(level).copied().unwrap_or(0);
+            element.max(members.get(level).copied().unwrap_or(0))
+        }));
     }
 
     fn add_named(&mut self, name: &'a str, work: u64) {
@@ -1370,7 +1402,8 @@ fn weigh<'a>(
     // Per level below: what applies to one element, and to one member (its name included);
     // and the most of any dynamic target. What the branches of this object's `anyOf` and
     // `oneOf` raise at this value, kept in their errors; and the contexts below.
-    let (mut element, mut element_too, mut dynamic) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut element, mut element_too) = (Vec::new(), Vec::new());
+    let (mut dynamic, mut dynamic_elements, mut dynamic_members) = (0u64, Vec::new(), Vec::new());
     let (mut member, mut member_too) = (Vec::new(), Vec::new());
     let (mut branches, mut contexts, mut dynamic_contexts) = (0u64, Vec::new(), Vec::new());
     for (&(slot, step), found) in slots.iter().zip(subschemas) {
@@ -1395,7 +1428,9 @@ fn weigh<'a>(
                 branches = branches.saturating_add(if below { u64::MAX } else { here });
             }
             Slot::Dynamic => {
-                max_levels(&mut dynamic, &found.levels);
+                dynamic = dynamic.max(found.levels.first().copied().unwrap_or(0));
+                max_levels(&mut dynamic_elements, &found.elements);
+                max_levels(&mut dynamic_members, &found.members);
                 max_levels(&mut dynamic_contexts, &found.contexts);
                 if heaviest_dynamic
                     .as_ref()
@@ -1429,12 +1464,16 @@ fn weigh<'a>(
     }
     if let Some(found) = heaviest_dynamic {
         let levels = std::mem::take(&mut work.levels);
+        let elements = std::mem::take(&mut work.elements);
+        let members = std::mem::take(&mut work.members);
         let contexts = std::mem::take(&mut work.contexts);
         work.add_in_place(&found);
         // Any of the dynamic targets may apply: the most of each, not the heaviest's.
-        work.levels = levels;
+        (work.levels, work.elements, work.members) = (levels, elements, members);
         work.contexts = contexts;
-        add_levels(&mut work.levels, &dynamic, 0);
+        add_levels(&mut work.levels, &[dynamic], 0);
+        add_levels(&mut work.elements, &dynamic_elements, 0);
+        add_levels(&mut work.members, &dynamic_members, 0);
         max_levels(&mut work.contexts, &dynamic_contexts);
     }
     work.array = work
@@ -1442,14 +1481,12 @@ fn weigh<'a>(
         .saturating_add(element_one_of.saturating_add(element_also));
     work.object = work.object.saturating_add(text);
     work.other = work.other.saturating_add(text);
-    // A value one level down is an element or a member (with its name), not both.
     if levels {
         // One of the element schemas, and all of those for every element; one of the names,
         // and all of those for any member.
         add_levels(&mut element, &element_too, 0);
         add_levels(&mut member, &member_too, 0);
-        max_levels(&mut element, &member);
-        add_levels(&mut work.levels, &element, 1);
+        work.add_below(&element, &member);
         if !contexts.is_empty() {
             contexts.insert(0, 0);
             max_levels(&mut work.contexts, &contexts);
@@ -1982,6 +2019,40 @@ mod tests {
             weights.first_error[1] > 2 * 60 * 10_000 / ISSUE_UNIT_BYTES,
             "{weights:?}"
         );
+    }
+
+    #[test]
+    fn a_union_of_array_and_object_schemas_weighs_each_level_once() {
+        // A JSON value as pydantic writes it: a value below is an element or a member, never
+        // both, so the two branches that refer back do not add up level after level.
+        let json_value = json!({
+            "$defs": {"J": {"anyOf": [
+                {"type": "array", "items": {"$ref": "#/$defs/J"}},
+                {"type": "object", "additionalProperties": {"$ref": "#/$defs/J"}},
+                {"type": ["string", "number", "boolean", "null"]},
+            ]}},
+            "$ref": "#/$defs/J",
+        });
+        let weights = issues(&json_value);
+        assert!(weights.per_level.len() > 60);
+        // `anyOf`, three `type`s, `items` and `additionalProperties` at each level, each
+        // heavier by its evaluation path (at most `anyOf/1/additionalProperties/$ref/`, 38
+        // bytes a level).
+        for (level, &units) in weights.per_level.iter().enumerate() {
+            let path = 5 + 38 * level as u64;
+            assert!(units <= 6 * (1 + path / ISSUE_UNIT_BYTES), "{weights:?}");
+        }
+        // What applies through both, as `contains` beside `properties`, still adds up there.
+        let both = json!({
+            "items": {"required": ["a"]},
+            "additionalProperties": {"required": ["a", "b", "c"]},
+            "contains": {"required": ["d", "e"]},
+        });
+        let both = issues(&both);
+        // Below: the larger of an element's and a member's. Each `required` is one issue, one
+        // per name, and one for the names' text: 3 and 4 for an element, 5 for a member (all
+        // three added up would be 12).
+        assert_eq!(both.per_level[1], 3 + 4);
     }
 
     #[test]

@@ -426,6 +426,82 @@ def test_long_evaluation_paths_stay_within_tens_of_mebibytes() -> None:
     assert grown_kib < 256 * 1024, f"peak memory grew {grown_kib} KiB"
 
 
+def json_value(leaf: dict[str, Any]) -> dict[str, Any]:
+    """A JSON value as pydantic's ``JsonValue`` is written: an array or an object of JSON
+    values, or ``leaf``; each arm of the union refers back to it."""
+    return {
+        "anyOf": [
+            {"type": "array", "items": {"$ref": "#/$defs/J"}},
+            {"type": "object", "additionalProperties": {"$ref": "#/$defs/J"}},
+            leaf,
+        ]
+    }
+
+
+JSON_FIELD: dict[str, Any] = {
+    "$defs": {"J": json_value({"type": ["string", "number", "boolean", "null"]})},
+    "type": "object",
+    "properties": {"data": {"$ref": "#/$defs/J"}, "n": {"type": "integer"}},
+    "required": ["data", "n"],
+}
+
+
+def alternating(depth: int) -> Any:
+    """``depth`` levels of objects and arrays in turn, each holding the next and a sibling."""
+    value: Any = "leaf"
+    for level in range(depth):
+        value = [value, {"k": 1}] if level % 2 else {"a": value, "b": [1]}
+    return value
+
+
+@pytest.mark.parametrize(("depth", "copies"), [(10, 1), (24, 1), (60, 1), (10, 50)])
+def test_a_json_value_beside_a_wrong_field_still_lets_it_be_located(
+    depth: int, copies: int
+) -> None:
+    # Weighed as if every value below were both an array and an object, the union doubled at
+    # each level: 173 bytes of arguments 10 deep were "too large to locate" their one issue.
+    problem = report(JSON_FIELD, {"data": [alternating(depth)] * copies, "n": "seven"})
+    assert details(problem) == {
+        "issues": [{"path": "/n", "keyword": "type", "message": 'value is not of type "integer"'}],
+        "count": 1,
+    }
+
+
+def test_a_hostile_union_listed_in_full_stays_within_tens_of_mebibytes() -> None:
+    """Every object below misses 250 required names and every `anyOf` error keeps them all:
+    3 KB of arguments raise 85,000 errors, within the budget now that a level below is weighed
+    once."""
+    schema = {
+        "$defs": {"J": json_value({"type": "null"})},
+        "type": "object",
+        "properties": {"d": {"$ref": "#/$defs/J"}},
+    }
+    schema["$defs"]["J"]["anyOf"][1]["required"] = [f"r{index}" for index in range(250)]
+    script = textwrap.dedent(
+        f"""
+        import json, resource
+        from prism_tools import ToolDefinition, create_json_schema_tool_argument_validator
+        schema = json.loads({json.dumps(json.dumps(schema))})
+        tool = ToolDefinition(name="t", parameters=schema)
+        validator = create_json_schema_tool_argument_validator()
+        validator.parse_checked(tool, "{{}}")
+        def tree(level):
+            return {{}} if level == 4 else {{f"k{{i}}": tree(level + 1) for i in range(4)}}
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        problem = validator.parse_checked(tool, json.dumps({{"d": tree(0)}}))[1]
+        grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+        print(problem.details["issues"][0]["keyword"], "complete" in problem.details, grown)
+        """
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    keyword, partial, grown_kib = ran.stdout.split()[-3:]
+    # Listed in full: the one `anyOf` error at `/d`, with every error below it.
+    assert (keyword, partial) == ("anyOf", "False")
+    assert int(grown_kib) < 256 * 1024, f"peak memory grew {grown_kib} KiB"
+
+
 # --- integer divisors ----------------------------------------------------------------------------
 
 
