@@ -11,6 +11,7 @@
 //! (schemas that are nothing but a `$ref`) loops back on itself. Recursion through
 //! `properties`, `items` and the like is legitimate and allowed: argument depth bounds it.
 
+use std::borrow::Borrow;
 use std::fmt;
 
 use ahash::{AHashMap, AHashSet};
@@ -1072,26 +1073,23 @@ struct Work<'a> {
     /// What `patternProperties`, `additionalProperties` and `unevaluatedProperties` may apply
     /// to any member.
     any_member: u64,
-    /// When weighing issues (`IssueWeights`): the most applied at any one value each level
-    /// down, the value itself first. Not along a path: a value draws only what applies to it.
-    /// Below the value itself, the larger of `elements` and `members` at each level. Empty when
-    /// not weighed.
-    levels: Vec<u64>,
-    /// When weighing issues: what applies at one value each level down through an element of
-    /// this value, one level down first; and through a member (or a name, or decoded content).
-    /// A value is an array or an object, not both, so only one of the two reaches below it:
-    /// schemas applied in place add each to each, and `levels` takes the larger. Summed into
+    /// When weighing issues (`IssueWeights`): what applies at the value itself.
+    here: u64,
+    /// When weighing issues: the most applied at any one value each level down, one level down
+    /// first, through an element of this value and through a member (or a name, or decoded
+    /// content). Not along a path: a value draws only what applies to it. A value is an array
+    /// or an object, never both, so only one of the two reaches below it: schemas applied in
+    /// place add each to each, and the level weighs the larger (`Work::levels`). Summed into
     /// one, a union of an array schema and an object schema that refer back to it (a JSON
-    /// value) would double at every level.
-    elements: Vec<u64>,
-    members: Vec<u64>,
+    /// value) would double at every level. Empty when not weighed.
+    below: Vec<[u64; 2]>,
     /// When weighing issues: each level down, the most an `anyOf` or `oneOf` error at one value
     /// there can hold (`IssueWeights::first_error`).
     contexts: Vec<u64>,
     /// When weighing issues: each level down, the longest evaluation path, in bytes, from this
-    /// schema to a keyword counted in `levels` there. Every error carries its evaluation path
+    /// schema to a keyword counted there. Every error carries its evaluation path
     /// from the root (`properties/a/$ref/...`), which grows with each level a recursive schema
-    /// goes down and with each long property name or pattern on the way. Shorter than `levels`
+    /// goes down and with each long property name or pattern on the way. Shorter than the levels
     /// when the paths below are empty (a schema without subschemas allocates none).
     paths: Vec<u64>,
 }
@@ -1102,9 +1100,18 @@ impl<'a> Work<'a> {
             array: 1,
             other: 1,
             object: 1,
-            levels: if levels { vec![1] } else { Vec::new() },
+            here: u64::from(levels),
             ..Work::default()
         }
+    }
+
+    /// The most applied at any one value each level down, the value itself first.
+    fn levels(&self) -> impl Iterator<Item = u64> + '_ {
+        let below = self
+            .below
+            .iter()
+            .map(|&[element, member]| element.max(member));
+        std::iter::once(self.here).chain(below)
     }
 
     fn object_total(&self) -> u64 {
@@ -1121,16 +1128,10 @@ impl<'a> Work<'a> {
     /// Adds a subschema applied to the same value: members of one name add up, since both
     /// schemas apply to that member. What each applies to one value of a level through an
     /// element (or a member) adds up too, though the two may reach different values there: an
-    /// upper bound. `levels` below the value is left for `weigh` to take again.
+    /// upper bound.
     fn add_in_place(&mut self, other: &Work<'a>) {
-        // Below the value, elements and members stay apart until `weigh` takes the larger.
-        add_levels(
-            &mut self.levels,
-            other.levels.get(..1).unwrap_or_default(),
-            0,
-        );
-        add_levels(&mut self.elements, &other.elements, 0);
-        add_levels(&mut self.members, &other.members, 0);
+        self.here = self.here.saturating_add(other.here);
+        self.add_below(&other.below);
         // One error is the first: the heaviest of the contexts, not their sum.
         max_levels(&mut self.contexts, &other.contexts);
         self.array = self.array.saturating_add(other.array);
@@ -1142,19 +1143,29 @@ impl<'a> Work<'a> {
         }
     }
 
-    /// Adds what applies one level down and further through an element, and through a member,
-    /// then takes `levels` below the value again: a value one level down is an element or a
-    /// member (with its name), not both, so the larger of the two at each level.
-    fn add_below(&mut self, element: &[u64], member: &[u64]) {
-        add_levels(&mut self.elements, element, 0);
-        add_levels(&mut self.members, member, 0);
-        self.levels.truncate(1);
-        let below = self.elements.len().max(self.members.len());
-        let (elements, members) = (&self.elements, &self.members);
-        self.levels.extend((0..below).map(|level| {
-            let element = elements.get(level).copied().unwrap_or(0);
-            element.max(members.get(level).copied().unwrap_or(0))
-        }));
+    /// Adds what applies one level down and further, through an element and through a member.
+    fn add_below(&mut self, other: &[[u64; 2]]) {
+        if self.below.len() < other.len() {
+            self.below.resize(other.len(), [0, 0]);
+        }
+        for (into, from) in self.below.iter_mut().zip(other) {
+            into[0] = into[0].saturating_add(from[0]);
+            into[1] = into[1].saturating_add(from[1]);
+        }
+    }
+
+    /// Adds what applies one level down and further through an element, `element`, and
+    /// through a member, `member`.
+    fn add_element_and_member(&mut self, element: &[u64], member: &[u64]) {
+        let below = element.len().max(member.len());
+        if self.below.len() < below {
+            self.below.resize(below, [0, 0]);
+        }
+        let at = |levels: &[u64], level: usize| levels.get(level).copied().unwrap_or(0);
+        for (level, into) in self.below.iter_mut().enumerate().take(below) {
+            into[0] = into[0].saturating_add(at(element, level));
+            into[1] = into[1].saturating_add(at(member, level));
+        }
     }
 
     fn add_named(&mut self, name: &'a str, work: u64) {
@@ -1394,7 +1405,7 @@ fn weigh<'a>(
         array: own,
         other: own,
         object: own,
-        levels: if levels { vec![own] } else { Vec::new() },
+        here: own,
         ..Work::default()
     };
     let (mut element_one_of, mut element_also, mut text) = (0u64, 0u64, 0u64);
@@ -1403,7 +1414,7 @@ fn weigh<'a>(
     // and the most of any dynamic target. What the branches of this object's `anyOf` and
     // `oneOf` raise at this value, kept in their errors; and the contexts below.
     let (mut element, mut element_too) = (Vec::new(), Vec::new());
-    let (mut dynamic, mut dynamic_elements, mut dynamic_members) = (0u64, Vec::new(), Vec::new());
+    let (mut dynamic, mut dynamic_below) = (0u64, Vec::new());
     let (mut member, mut member_too) = (Vec::new(), Vec::new());
     let (mut branches, mut contexts, mut dynamic_contexts) = (0u64, Vec::new(), Vec::new());
     for (&(slot, step), found) in slots.iter().zip(subschemas) {
@@ -1423,14 +1434,17 @@ fn weigh<'a>(
             Slot::Sub(Applied::Branch) => {
                 work.add_in_place(&found);
                 // A branch that raises errors below this value keeps them all in one error.
-                let below = found.levels.iter().skip(1).any(|&units| units > 0);
-                let here = found.levels.first().copied().unwrap_or(0);
-                branches = branches.saturating_add(if below { u64::MAX } else { here });
+                let below = found.below.iter().flatten().any(|&units| units > 0);
+                branches = branches.saturating_add(if below { u64::MAX } else { found.here });
             }
             Slot::Dynamic => {
-                dynamic = dynamic.max(found.levels.first().copied().unwrap_or(0));
-                max_levels(&mut dynamic_elements, &found.elements);
-                max_levels(&mut dynamic_members, &found.members);
+                dynamic = dynamic.max(found.here);
+                if dynamic_below.len() < found.below.len() {
+                    dynamic_below.resize(found.below.len(), [0, 0]);
+                }
+                for (into, from) in dynamic_below.iter_mut().zip(&found.below) {
+                    *into = [into[0].max(from[0]), into[1].max(from[1])];
+                }
                 max_levels(&mut dynamic_contexts, &found.contexts);
                 if heaviest_dynamic
                     .as_ref()
@@ -1441,39 +1455,34 @@ fn weigh<'a>(
             }
             Slot::Sub(Applied::ElementOneOf) => {
                 element_one_of = element_one_of.max(found.most());
-                max_levels(&mut element, &found.levels);
+                max_levels(&mut element, found.levels());
             }
             Slot::Sub(Applied::ElementAlso) => {
                 element_also = element_also.saturating_add(found.most());
-                add_levels(&mut element_too, &found.levels, 0);
+                add_levels(&mut element_too, found.levels(), 0);
             }
             // The names of one object's `properties` differ: one member takes one of them.
             Slot::Sub(Applied::Named(name)) => {
                 work.add_named(name, found.most());
-                max_levels(&mut member, &found.levels);
+                max_levels(&mut member, found.levels());
             }
             Slot::Sub(Applied::AnyMember) => {
                 work.any_member = work.any_member.saturating_add(found.most());
-                add_levels(&mut member_too, &found.levels, 0);
+                add_levels(&mut member_too, found.levels(), 0);
             }
             Slot::Sub(Applied::Text) => {
                 text = text.saturating_add(found.most());
-                add_levels(&mut member_too, &found.levels, 0);
+                add_levels(&mut member_too, found.levels(), 0);
             }
         }
     }
     if let Some(found) = heaviest_dynamic {
-        let levels = std::mem::take(&mut work.levels);
-        let elements = std::mem::take(&mut work.elements);
-        let members = std::mem::take(&mut work.members);
+        let (here, below) = (work.here, std::mem::take(&mut work.below));
         let contexts = std::mem::take(&mut work.contexts);
         work.add_in_place(&found);
         // Any of the dynamic targets may apply: the most of each, not the heaviest's.
-        (work.levels, work.elements, work.members) = (levels, elements, members);
-        work.contexts = contexts;
-        add_levels(&mut work.levels, &[dynamic], 0);
-        add_levels(&mut work.elements, &dynamic_elements, 0);
-        add_levels(&mut work.members, &dynamic_members, 0);
+        (work.here, work.below, work.contexts) = (here.saturating_add(dynamic), below, contexts);
+        work.add_below(&dynamic_below);
         max_levels(&mut work.contexts, &dynamic_contexts);
     }
     work.array = work
@@ -1486,13 +1495,13 @@ fn weigh<'a>(
         // and all of those for any member.
         add_levels(&mut element, &element_too, 0);
         add_levels(&mut member, &member_too, 0);
-        work.add_below(&element, &member);
+        work.add_element_and_member(&element, &member);
         if !contexts.is_empty() {
             contexts.insert(0, 0);
             max_levels(&mut work.contexts, &contexts);
         }
         if branches > 0 {
-            max_levels(&mut work.contexts, &[branches]);
+            max_levels(&mut work.contexts, [branches]);
         }
     }
     work
@@ -1501,7 +1510,7 @@ fn weigh<'a>(
 /// The longest of `paths` and those of `other` (at each of its levels), each `step` bytes
 /// longer, level by level, `shift` levels down, into `paths`.
 fn longest_paths(paths: &mut Vec<u64>, other: &Work<'_>, step: u64, shift: usize) {
-    let levels = other.levels.len();
+    let levels = 1 + other.below.len();
     if paths.len() < levels + shift {
         paths.resize(levels + shift, 0);
     }
@@ -1512,25 +1521,27 @@ fn longest_paths(paths: &mut Vec<u64>, other: &Work<'_>, step: u64, shift: usize
 }
 
 /// Adds `other` into `levels`, level by level, `shift` levels down.
-fn add_levels(levels: &mut Vec<u64>, other: &[u64], shift: usize) {
-    if other.is_empty() {
-        return;
-    }
-    if levels.len() < other.len() + shift {
-        levels.resize(other.len() + shift, 0);
-    }
-    for (into, &from) in levels[shift..].iter_mut().zip(other) {
-        *into = into.saturating_add(from);
+fn add_levels<T: Borrow<u64>>(
+    levels: &mut Vec<u64>,
+    other: impl IntoIterator<Item = T>,
+    shift: usize,
+) {
+    for (level, from) in other.into_iter().enumerate() {
+        let at = level + shift;
+        if levels.len() <= at {
+            levels.resize(at + 1, 0);
+        }
+        levels[at] = levels[at].saturating_add(*from.borrow());
     }
 }
 
 /// The most of `levels` and `other`, level by level, into `levels`.
-fn max_levels(levels: &mut Vec<u64>, other: &[u64]) {
-    if levels.len() < other.len() {
-        levels.resize(other.len(), 0);
-    }
-    for (into, &from) in levels.iter_mut().zip(other) {
-        *into = (*into).max(from);
+fn max_levels<T: Borrow<u64>>(levels: &mut Vec<u64>, other: impl IntoIterator<Item = T>) {
+    for (level, from) in other.into_iter().enumerate() {
+        if levels.len() <= level {
+            levels.resize(level + 1, 0);
+        }
+        levels[level] = levels[level].max(*from.borrow());
     }
 }
 
@@ -1727,7 +1738,7 @@ fn weigh_expansion<'a>(
     }
     let root = results.pop().unwrap_or_default();
     Expansion::Fits {
-        root: (root.levels, root.contexts, root.paths),
+        root: (root.levels().collect(), root.contexts, root.paths),
     }
 }
 
