@@ -1777,6 +1777,10 @@ pub struct IssueWeights {
     pub first_error: Box<[u64]>,
     /// The largest of `per_level`: what one value at any level may draw.
     pub most: u64,
+    /// Whether the schema has `unevaluatedItems`: its error holds every item it refuses
+    /// serialised as JSON text (a control character takes six bytes there), on top of the copy
+    /// of the array any error about it holds (`schema::DocumentWeight`).
+    pub serialises_items: bool,
 }
 
 /// `bytes` in issue units, rounded up.
@@ -1863,7 +1867,11 @@ fn issue_weights(
     limits: &Limits,
 ) -> IssueWeights {
     let mut copies: AHashMap<*const Value, u64> = AHashMap::new();
-    let mut own = |map: &serde_json::Map<String, Value>| own_issue_units(map, &mut copies);
+    let mut serialises_items = false;
+    let mut own = |map: &serde_json::Map<String, Value>| {
+        serialises_items |= map.contains_key("unevaluatedItems");
+        own_issue_units(map, &mut copies)
+    };
     let root = match weigh_expansion(schema, anchors, u64::MAX, None, &mut own, true) {
         Expansion::Fits { root } => root,
         Expansion::Loops | Expansion::Over => {
@@ -1899,6 +1907,7 @@ fn issue_weights(
         per_level,
         first_error,
         most,
+        serialises_items,
     }
 }
 

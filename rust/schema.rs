@@ -470,8 +470,10 @@ impl DocumentWeight {
 /// `DocumentWeight` of `doc`, in one walk from the root on an explicit stack of the containers
 /// open (as deep as the arguments, whatever their size): each value is weighed on the way down,
 /// and each array again on the way up, when the size of its copy is known. Asked only for
-/// arguments that failed validation.
-pub fn document_weight(doc: &Document<'_>) -> DocumentWeight {
+/// arguments that failed validation. `serialised`: every error about an array also holds its
+/// items serialised (`IssueWeights::serialises_items`), at most `SERIALISED_VALUE_BYTES` a value
+/// and six bytes a byte of text, in a buffer that may be twice that.
+pub fn document_weight(doc: &Document<'_>, serialised: bool) -> DocumentWeight {
     let mut weight = DocumentWeight {
         levels: Vec::with_capacity(8),
     };
@@ -481,6 +483,7 @@ pub fn document_weight(doc: &Document<'_>) -> DocumentWeight {
     }
     let mut open: Vec<Open> = Vec::with_capacity(8);
     let mut value = Some((doc.root_index(), 0usize, 0u64, 0u64));
+    let serial = |text: u64| SERIALISED_VALUE_BYTES.saturating_add(text.saturating_mul(6));
     loop {
         // Weigh the next value, opening it if it is a container; else close what is done.
         if let Some((at, level, path, name)) = value.take() {
@@ -504,17 +507,19 @@ pub fn document_weight(doc: &Document<'_>) -> DocumentWeight {
                         name,
                         done: 0,
                         copy,
+                        serial: serial(name),
                     });
                 }
                 // A string may be copied by its own errors (draft 7 `contentEncoding`).
                 Entry::Str(ref text) => {
                     let text = doc.text(text).len() as u64;
                     weight.value(level, path, name, text);
-                    add_copy(&mut open, copy.saturating_add(text));
+                    let serial = serial(name.saturating_add(text));
+                    add_copy(&mut open, copy.saturating_add(text), serial);
                 }
                 _ => {
                     weight.value(level, path, name, 0);
-                    add_copy(&mut open, copy);
+                    add_copy(&mut open, copy, serial(name));
                 }
             }
             continue;
@@ -538,11 +543,13 @@ pub fn document_weight(doc: &Document<'_>) -> DocumentWeight {
             }
             _ => {
                 let Some(done) = open.pop() else { break };
-                // Every error about an array copies the whole array.
+                // Every error about an array copies the whole array (and may serialise it).
                 if matches!(done.entry, Entry::Array { .. }) {
-                    weight.array(done.level, done.path.saturating_add(done.name), done.copy);
+                    let text = if serialised { 2 * done.serial } else { 0 };
+                    let copy = done.copy.saturating_add(text);
+                    weight.array(done.level, done.path.saturating_add(done.name), copy);
                 }
-                add_copy(&mut open, done.copy);
+                add_copy(&mut open, done.copy, done.serial);
             }
         }
     }
@@ -553,18 +560,24 @@ pub fn document_weight(doc: &Document<'_>) -> DocumentWeight {
 /// alone: its values (`doc.len()`, which also bounds its depth) and the bytes of its strings and
 /// names, with none of the walk. A value's instance path is at most 11 bytes a level plus twice
 /// every name above it; the names and texts its errors copy, and an array's copy of its whole
-/// subtree (80 bytes a value, `VALUE_COPY_BYTES`, besides the text), are bounded the same way.
-/// Ordinary invalid calls are far within the budget by this bound, so their issues are listed
+/// subtree (80 bytes a value, `VALUE_COPY_BYTES`, besides the text, and twice its JSON text when
+/// the schema serialises items), are bounded the same way. Ordinary invalid calls are far within the budget by this bound, so their issues are listed
 /// without weighing the document level by level.
 pub fn listing_cost_bound(doc: &Document<'_>, weights: &IssueWeights) -> u64 {
     let values = doc.len() as u64;
     let text = doc.text_bytes();
     // Paths (11 a level, at most `values` levels, and twice the names) and array copies
-    // (`values` arrays at most, each at most 80 a value and every text), per value; names and
-    // the copies of object member names and strings, once.
+    // (`values` arrays at most, each at most 80 a value and every text, and twice 28 a value
+    // and 6 a byte of text when serialised), per value; names and the copies of object member
+    // names and strings, once.
+    let (value_bytes, text_bytes) = if weights.serialises_items {
+        (91 + 2 * SERIALISED_VALUE_BYTES, 3 + 2 * 6)
+    } else {
+        (91, 3)
+    };
     let per_value = values
-        .saturating_mul(91)
-        .saturating_add(text.saturating_mul(3));
+        .saturating_mul(value_bytes)
+        .saturating_add(text.saturating_mul(text_bytes));
     let bytes = values
         .saturating_mul(per_value)
         .saturating_add(values.saturating_mul(VALUE_COPY_BYTES))
@@ -583,7 +596,7 @@ pub fn weigh_document(doc: &Document<'_>, weights: &IssueWeights) -> DocumentWei
     if listing_cost_bound(doc, weights) <= MAX_LISTING_UNITS {
         return DocumentWeight::default();
     }
-    document_weight(doc)
+    document_weight(doc, weights.serialises_items)
 }
 
 /// A container entry without the lifetime of its document's text (it holds none).
@@ -604,12 +617,18 @@ struct Open {
     name: u64,
     done: u32,
     copy: u64,
+    serial: u64,
 }
 
-/// Adds what a copy of a value takes to the copy of the container holding it.
-fn add_copy(open: &mut [Open], copy: u64) {
+/// Bytes of JSON text one value serialises to at most, besides six for each byte of its text
+/// and name (`\u0001`): a number's 24 characters, a separator, and a name's quotes and colon.
+const SERIALISED_VALUE_BYTES: u64 = 28;
+
+/// Adds what a copy of a value takes, and its JSON text, to those of the container holding it.
+fn add_copy(open: &mut [Open], copy: u64, serial: u64) {
     if let Some(holder) = open.last_mut() {
         holder.copy = holder.copy.saturating_add(copy);
+        holder.serial = holder.serial.saturating_add(serial);
     }
 }
 
@@ -1520,7 +1539,7 @@ mod tests {
     #[test]
     fn document_weight_counts_values_paths_and_copies_per_level() {
         let weigh = |text: &str| {
-            let weight = document_weight(&doc(text));
+            let weight = document_weight(&doc(text), false);
             (
                 weight.every().collect::<Vec<_>>(),
                 weight.one().collect::<Vec<_>>(),
@@ -1536,7 +1555,12 @@ mod tests {
         let (every, one) = weigh(&format!(r#"{{"{}": [1, 2, 3]}}"#, "k".repeat(10_000)));
         assert!(every[2] > 3 * 2 * 10_000 / ISSUE_UNIT_BYTES);
         assert!(one[1] > 10_000 / ISSUE_UNIT_BYTES);
-        // An array's errors copy the whole of it.
+        // An array's errors copy the whole of it, and may hold it serialised: six bytes a
+        // control character, in a buffer up to twice that.
+        let controls = format!(r#"{{"a": ["{}"]}}"#, r"\u0001".repeat(5_000));
+        let one = |serialised| document_weight(&doc(&controls), serialised).one().nth(1);
+        let (copied, serialised) = (one(false).unwrap(), one(true).unwrap());
+        assert!(serialised - copied >= 2 * 6 * 5_000 / ISSUE_UNIT_BYTES);
         let (every, one) = weigh(&format!(r#"{{"a": ["{}"]}}"#, "x".repeat(100_000)));
         assert!(every[1] > 100_000 / ISSUE_UNIT_BYTES);
         assert!(one[1] > 100_000 / ISSUE_UNIT_BYTES);
@@ -1837,6 +1861,7 @@ mod tests {
         fn the_quick_bound_is_never_below_the_weighed_cost(
             value in weighed_value(),
             per_level in prop::collection::vec(0u64..50, 1..10),
+            serialises_items in any::<bool>(),
         ) {
             let text = serde_json::to_string(&value).unwrap();
             let doc = parse(Source::Text(&text), 1 << 22, 256, Repeats::Resolve).unwrap();
@@ -1844,9 +1869,23 @@ mod tests {
                 most: per_level.iter().copied().max().unwrap_or(0),
                 first_error: vec![0; per_level.len()].into(),
                 per_level: per_level.into(),
+                serialises_items,
             };
-            let weighed = document_weight(&doc).listing_cost(&weights);
+            let weighed = document_weight(&doc, serialises_items).listing_cost(&weights);
             prop_assert!(listing_cost_bound(&doc, &weights) >= weighed);
+        }
+
+        #[test]
+        fn a_value_serialises_within_its_bound(
+            value in weighed_value(),
+            float in any::<f64>().prop_filter("finite", |float| float.is_finite()),
+        ) {
+            // As the `jsonschema` crate serialises an item it refuses (`unevaluatedItems`).
+            let value = json!([value, float]);
+            let text = serde_json::to_string(&value).unwrap();
+            let doc = parse(Source::Text(&text), 1 << 22, 256, Repeats::Resolve).unwrap();
+            let bound = SERIALISED_VALUE_BYTES * doc.len() as u64 + 6 * doc.text_bytes();
+            prop_assert!(text.len() as u64 <= bound, "{} > {bound}", text.len());
         }
     }
 }

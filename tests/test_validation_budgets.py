@@ -10,6 +10,7 @@ program passes the pattern size limit is refused when the schema is compiled.
 from __future__ import annotations
 
 import json
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -500,6 +501,57 @@ def test_a_hostile_union_listed_in_full_stays_within_tens_of_mebibytes() -> None
     # Listed in full: the one `anyOf` error at `/d`, with every error below it.
     assert (keyword, partial) == ("anyOf", "False")
     assert int(grown_kib) < 256 * 1024, f"peak memory grew {grown_kib} KiB"
+
+
+def unevaluated_items_levels(levels: int, copies: int) -> dict[str, Any]:
+    """``levels`` arrays of objects, each array under ``copies`` in-place
+    ``unevaluatedItems: false`` (they do not see the array's own ``items``)."""
+    node: dict[str, Any] = {}
+    for _ in range(levels):
+        node = {
+            "items": {"properties": {"a": node}},
+            "allOf": [{"unevaluatedItems": False}] * copies,
+        }
+    return {"type": "object", "properties": {"d": node}}
+
+
+def test_items_an_error_serialises_count_against_the_listing_budget() -> None:
+    """An `unevaluatedItems` error holds every item it refuses as JSON text, where a control
+    character takes six bytes: weighed as a copy of the array only, 32 KB of arguments listed
+    in full took 332 MiB."""
+    # Built in the child: the 129 KB schema is too long for a command line.
+    script = textwrap.dedent(
+        """
+        import resource
+        from prism_tools import ToolDefinition, create_json_schema_tool_argument_validator
+        from test_validation_budgets import unevaluated_items_levels
+        tool = ToolDefinition(name="t", parameters=unevaluated_items_levels(6, 797))
+        validator = create_json_schema_tool_argument_validator()
+        validator.parse_checked(tool, "{}")
+        text = '{"d":' + '[{"a":' * 6 + '"' + "\\\\u0001" * 5461 + '"' + "}]" * 6 + "}"
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        problem = validator.parse_checked(tool, text)[1]
+        grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+        issue = problem.details["issues"][0]
+        print(issue["path"], issue["keyword"], problem.details.get("complete"), grown)
+        """
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        cwd=pathlib.Path(__file__).parent,
+    )
+    path, keyword, complete, grown_kib = ran.stdout.split()[-4:]
+    # Only the first issue: one error of the arrays, each of which holds the long string.
+    assert (path.startswith("/d"), keyword, complete) == (True, "unevaluatedItems", "False")
+    assert int(grown_kib) < 128 * 1024, f"peak memory grew {grown_kib} KiB"
+    # A few items are still listed in full.
+    problem = report(unevaluated_items_levels(6, 797), {"d": [{"a": [{"a": "\u0001" * 10}]}]})
+    assert "complete" not in details(problem)
+    assert details(problem)["count"] == 2 * 797
 
 
 # --- integer divisors ----------------------------------------------------------------------------
