@@ -190,6 +190,10 @@ pub enum GuardViolation {
         distinct: usize,
         limit: usize,
     },
+    TextChecks {
+        checks: u64,
+        limit: u64,
+    },
 }
 
 impl GuardViolation {
@@ -202,7 +206,7 @@ impl GuardViolation {
             Self::SchemaTooDeep { .. } => "schema_too_deep",
             Self::TooManyKeywords { .. } => "schema_too_many_keywords",
             Self::TooManyRefs { .. } => "schema_too_many_refs",
-            Self::Expansion { .. } => "schema_expansion_too_large",
+            Self::Expansion { .. } | Self::TextChecks { .. } => "schema_expansion_too_large",
             Self::RefNotAllowed { .. } => "schema_ref_not_allowed",
             Self::RefCycle { .. } => "schema_ref_cycle",
             Self::ForbiddenKey { .. } => "schema_forbidden_key",
@@ -310,6 +314,12 @@ impl fmt::Display for GuardViolation {
                 "the {distinct} distinct patterns of the schema compile to more than {limit} bytes \
                  together (the limit for one schema's patterns); every pattern is kept compiled \
                  and may run on each call"
+            ),
+            Self::TextChecks { checks, limit } => write!(
+                f,
+                "schema applies up to {checks} pattern, format, length and content keywords to \
+                 one string (through references, allOf, anyOf and the like), more than {limit}; \
+                 each one reads the whole string"
             ),
         }
     }
@@ -558,6 +568,13 @@ pub fn check_schema(schema: &Value, limits: &Limits) -> Result<SchemaStats, Guar
     check_schema_with_words(schema, limits).map(|(stats, _)| stats)
 }
 
+/// Keywords that read a whole string (`own_text_checks`) a schema may apply to one value, at
+/// most. The validator keeps no verdict about a string, so each application is another pass
+/// over it: `allOf` of two references, sixteen deep, applied one pattern 65,536 times, and a
+/// valid call with a 1 MB string took 24 s. An `anyOf` of a hundred formats, each with a
+/// pattern and two lengths, fits.
+pub const MAX_TEXT_CHECKS: u64 = 512;
+
 /// Property names collected per schema, at most.
 pub const MAX_PROPERTY_NAMES: usize = 1024;
 
@@ -599,7 +616,14 @@ pub fn check_schema_with_words<'a>(
     if walker.stats.refs > 0 {
         check_expansion(schema, &walker.anchors, limits)?;
     }
-    walker.stats.issues = issue_weights(schema, &walker.anchors, limits);
+    let (issues, text_checks) = issue_weights(schema, &walker.anchors, limits);
+    if text_checks > MAX_TEXT_CHECKS {
+        return Err(GuardViolation::TextChecks {
+            checks: text_checks,
+            limit: MAX_TEXT_CHECKS,
+        });
+    }
+    walker.stats.issues = issues;
     Ok((walker.stats, walker.words))
 }
 
@@ -1086,6 +1110,10 @@ struct Work<'a> {
     /// When weighing issues: each level down, the most an `anyOf` or `oneOf` error at one value
     /// there can hold (`IssueWeights::first_error`).
     contexts: Vec<u64>,
+    /// When weighing issues: the keywords that read the whole of a string (`own_text_checks`)
+    /// applied at this value, its names, or its decoded content. The validator remembers no
+    /// verdict about a string, so each is a pass over the text.
+    text_checks: u64,
     /// When weighing issues: each level down, the longest evaluation path, in bytes, from this
     /// schema to a keyword counted there. Every error carries its evaluation path
     /// from the root (`properties/a/$ref/...`), which grows with each level a recursive schema
@@ -1131,6 +1159,7 @@ impl<'a> Work<'a> {
     /// upper bound.
     fn add_in_place(&mut self, other: &Work<'a>) {
         self.here = self.here.saturating_add(other.here);
+        self.text_checks = self.text_checks.saturating_add(other.text_checks);
         self.add_below(&other.below);
         // One error is the first: the heaviest of the contexts, not their sum.
         max_levels(&mut self.contexts, &other.contexts);
@@ -1396,7 +1425,7 @@ impl Slot<'_> {
 /// The work of one schema object from its own keyword count and the work of each subschema it
 /// applies, in the order of `slots`.
 fn weigh<'a>(
-    own: u64,
+    (own, text_checks): (u64, u64),
     slots: &[(Slot<'a>, u64)],
     subschemas: impl Iterator<Item = Work<'a>>,
     levels: bool,
@@ -1406,6 +1435,7 @@ fn weigh<'a>(
         other: own,
         object: own,
         here: own,
+        text_checks,
         ..Work::default()
     };
     let (mut element_one_of, mut element_also, mut text) = (0u64, 0u64, 0u64);
@@ -1414,7 +1444,7 @@ fn weigh<'a>(
     // and the most of any dynamic target. What the branches of this object's `anyOf` and
     // `oneOf` raise at this value, kept in their errors; and the contexts below.
     let (mut element, mut element_too) = (Vec::new(), Vec::new());
-    let (mut dynamic, mut dynamic_below) = (0u64, Vec::new());
+    let (mut dynamic, mut dynamic_below, mut dynamic_checks) = (0u64, Vec::new(), 0u64);
     let (mut member, mut member_too) = (Vec::new(), Vec::new());
     let (mut branches, mut contexts, mut dynamic_contexts) = (0u64, Vec::new(), Vec::new());
     for (&(slot, step), found) in slots.iter().zip(subschemas) {
@@ -1439,6 +1469,7 @@ fn weigh<'a>(
             }
             Slot::Dynamic => {
                 dynamic = dynamic.max(found.here);
+                dynamic_checks = dynamic_checks.max(found.text_checks);
                 if dynamic_below.len() < found.below.len() {
                     dynamic_below.resize(found.below.len(), [0, 0]);
                 }
@@ -1472,16 +1503,19 @@ fn weigh<'a>(
             }
             Slot::Sub(Applied::Text) => {
                 text = text.saturating_add(found.most());
+                // A name is read as often as the checks below apply, each name in turn.
+                work.text_checks = work.text_checks.saturating_add(found.text_checks);
                 add_levels(&mut member_too, found.levels(), 0);
             }
         }
     }
     if let Some(found) = heaviest_dynamic {
         let (here, below) = (work.here, std::mem::take(&mut work.below));
-        let contexts = std::mem::take(&mut work.contexts);
+        let (contexts, checks) = (std::mem::take(&mut work.contexts), work.text_checks);
         work.add_in_place(&found);
         // Any of the dynamic targets may apply: the most of each, not the heaviest's.
         (work.here, work.below, work.contexts) = (here.saturating_add(dynamic), below, contexts);
+        work.text_checks = checks.saturating_add(dynamic_checks);
         work.add_below(&dynamic_below);
         max_levels(&mut work.contexts, &dynamic_contexts);
     }
@@ -1595,9 +1629,11 @@ fn check_expansion<'a>(
 /// (weighing without depth) that it loops back on itself.
 enum Expansion {
     /// It fits; what applies at one value of each level, the contexts there and the longest
-    /// evaluation paths (`Work::levels`, `Work::contexts` and `Work::paths`, when weighed).
+    /// evaluation paths (`Work::levels`, `Work::contexts` and `Work::paths`, when weighed), and
+    /// the most text checks at any one value (`Work::text_checks`, when weighed).
     Fits {
         root: (Vec<u64>, Vec<u64>, Vec<u64>),
+        text_checks: u64,
     },
     Over,
     Loops,
@@ -1648,6 +1684,7 @@ fn weigh_expansion<'a>(
     // Every subschema waiting to be weighed or combined has its slot here: a schema's
     // subschemas are done before it is combined, so the stack never needs more than its top.
     let mut slot_stack: Vec<(Slot<'a>, u64)> = Vec::new();
+    let mut most_text_checks = 0u64;
     let mut tasks = vec![Task::Weigh {
         node: schema,
         resource: schema,
@@ -1719,7 +1756,7 @@ fn weigh_expansion<'a>(
                 shared,
                 slots,
             } => {
-                let own = node.as_object().map_or(1, &mut *own);
+                let own = own_work(node, own, levels);
                 let from = results.len() - (slot_stack.len() - slots);
                 let found = results.drain(from..).rev();
                 let work = weigh(own, &slot_stack[slots..], found, levels);
@@ -1727,6 +1764,7 @@ fn weigh_expansion<'a>(
                 if work.most() > budget {
                     return Expansion::Over;
                 }
+                most_text_checks = most_text_checks.max(work.text_checks);
                 if shared {
                     let here = place(node, resource, below.unwrap_or(0));
                     open.remove(&here);
@@ -1739,7 +1777,36 @@ fn weigh_expansion<'a>(
     let root = results.pop().unwrap_or_default();
     Expansion::Fits {
         root: (root.levels().collect(), root.contexts, root.paths),
+        text_checks: most_text_checks,
     }
+}
+
+/// What a schema object adds itself: `own` of its keywords (one for a schema that is not an
+/// object) and, when weighing issues, its text checks.
+fn own_work<'a>(
+    node: &'a Value,
+    own: &mut impl FnMut(&'a serde_json::Map<String, Value>) -> u64,
+    levels: bool,
+) -> (u64, u64) {
+    node.as_object().map_or((1, 0), |map| {
+        (own(map), if levels { own_text_checks(map) } else { 0 })
+    })
+}
+
+/// Keywords of `map` that read the whole of a string each time they apply: `pattern`,
+/// `format`, the lengths (counted in characters) and the content keywords; and each pattern of
+/// `patternProperties`, matched against every name of an object.
+fn own_text_checks(map: &serde_json::Map<String, Value>) -> u64 {
+    map.iter()
+        .map(|(key, value)| match key.as_str() {
+            "pattern" | "format" | "minLength" | "maxLength" | "contentEncoding"
+            | "contentMediaType" => 1,
+            "patternProperties" => value
+                .as_object()
+                .map_or(0, |patterns| patterns.len() as u64),
+            _ => 0,
+        })
+        .fold(0, u64::saturating_add)
 }
 
 /// Bytes that one issue unit stands for: about what one validation error of the `jsonschema`
@@ -1865,22 +1932,25 @@ fn issue_weights(
     schema: &Value,
     anchors: &AHashMap<AnchorKey, &Value>,
     limits: &Limits,
-) -> IssueWeights {
+) -> (IssueWeights, u64) {
     let mut copies: AHashMap<*const Value, u64> = AHashMap::new();
     let mut serialises_items = false;
     let mut own = |map: &serde_json::Map<String, Value>| {
         serialises_items |= map.contains_key("unevaluatedItems");
         own_issue_units(map, &mut copies)
     };
-    let root = match weigh_expansion(schema, anchors, u64::MAX, None, &mut own, true) {
-        Expansion::Fits { root } => root,
+    let (root, text_checks) = match weigh_expansion(schema, anchors, u64::MAX, None, &mut own, true)
+    {
+        Expansion::Fits { root, text_checks } => (root, text_checks),
         Expansion::Loops | Expansion::Over => {
             let depth = Some(limits.max_argument_depth + 1);
             match weigh_expansion(schema, anchors, u64::MAX, depth, &mut own, true) {
-                Expansion::Fits { root } => root,
+                Expansion::Fits { root, text_checks } => (root, text_checks),
+                // Not reached: weighed per level, with no budget, a schema neither loops nor
+                // passes it.
                 Expansion::Loops | Expansion::Over => {
                     let unknown = vec![u64::MAX; limits.max_argument_depth + 2];
-                    (unknown.clone(), unknown, Vec::new())
+                    ((unknown.clone(), unknown, Vec::new()), u64::MAX)
                 }
             }
         }
@@ -1903,12 +1973,13 @@ fn issue_weights(
         .map(|&kept| kept.saturating_mul(longest))
         .collect();
     let most = per_level.iter().copied().max().unwrap_or(0);
-    IssueWeights {
+    let weights = IssueWeights {
         per_level,
         first_error,
         most,
         serialises_items,
-    }
+    };
+    (weights, text_checks)
 }
 
 #[cfg(test)]
@@ -2073,6 +2144,49 @@ mod tests {
         // per name, and one for the names' text: 3 and 4 for an element, 5 for a member (all
         // three added up would be 12).
         assert_eq!(both.per_level[1], 3 + 4);
+    }
+
+    /// `levels` of `allOf` with `width` references each to the next level, ending in `leaf`.
+    fn all_of_chain(levels: usize, width: usize, leaf: Value) -> Value {
+        let mut defs = serde_json::Map::new();
+        for level in 0..levels {
+            let next = json!({"$ref": format!("#/$defs/d{}", level + 1)});
+            defs.insert(format!("d{level}"), json!({"allOf": vec![next; width]}));
+        }
+        defs.insert(format!("d{levels}"), leaf);
+        json!({"$defs": defs, "properties": {"s": {"$ref": "#/$defs/d0"}}})
+    }
+
+    #[test]
+    fn a_string_read_too_many_times_is_refused() {
+        // 2^9 = 512 patterns at one string fit; 2^10 do not, though the expansion guard
+        // allows their keywords.
+        let pattern = json!({"pattern": "^[a-z]+$"});
+        assert!(check(&all_of_chain(9, 2, pattern.clone())).is_ok());
+        let refused = check(&all_of_chain(10, 2, pattern)).unwrap_err();
+        assert_eq!(refused.code(), "schema_expansion_too_large");
+        assert!(
+            refused.to_string().contains("up to 1024 pattern"),
+            "{refused}"
+        );
+        // Every kind of check counts, and so does each pattern of `patternProperties` (every
+        // name is matched), or a check on the names of `propertyNames`.
+        let lengths = json!({"minLength": 1, "maxLength": 9, "format": "email"});
+        assert!(check(&all_of_chain(8, 2, lengths.clone())).is_err());
+        assert!(check(&all_of_chain(7, 2, lengths)).is_ok());
+        let patterns: serde_json::Map<String, Value> =
+            (0..9).map(|at| (format!("^{at}"), json!(true))).collect();
+        let pattern_properties = json!({"patternProperties": patterns});
+        assert!(check(&all_of_chain(6, 2, pattern_properties)).is_err());
+        let name_checks = json!({"propertyNames": {"pattern": "^a", "maxLength": 8}});
+        assert!(check(&all_of_chain(9, 2, name_checks)).is_err());
+        // One check per value of a recursive schema, however deep, is one at each value.
+        let tree = json!({"properties": {"a": {"$ref": "#"}, "b": {"pattern": "^x"}}});
+        assert!(check(&tree).is_ok());
+        // Checks at different values do not add up.
+        let spread = json!({"properties": {"s": all_of_chain(8, 2, json!({"pattern": "^a"})),
+                                            "t": all_of_chain(8, 2, json!({"pattern": "^b"}))}});
+        assert!(check(&spread).is_ok());
     }
 
     #[test]

@@ -338,10 +338,12 @@ pub fn known_keyword(keyword: &str) -> Option<usize> {
 /// (an `anyOf` error holds its branches' errors too), so a report that lists every issue costs
 /// memory and time in proportion to all of them. Past this estimate
 /// (`DocumentWeight::listing_cost`: at each level of the arguments, its values times what one
-/// value there may draw) only the first issue is found. The estimate is an upper bound, several times what tool calls produce; at the
-/// budget the hostile schemas measured take at most about 50 MiB and 80 ms, where without it a
-/// 39 KB schema and 2.4 KB of arguments took 1.4 GiB (see `docs/validation.md`); the largest
-/// estimate of any test's arguments is about two thirds of it.
+/// value there may draw) only the first issue is found. The estimate is an upper bound, several
+/// times what tool calls produce; at the budget the hostile schemas measured take at most about
+/// 50 MiB, where without it a 39 KB schema and 2.4 KB of arguments took 1.4 GiB (see
+/// `docs/validation.md`, which also says what the budget does not bound: time spent again under
+/// failing `anyOf` branches); the largest estimate of any test's arguments is about two thirds
+/// of it.
 pub const MAX_LISTING_UNITS: u64 = 1 << 17;
 
 /// How many issues a report lists.

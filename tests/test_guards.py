@@ -10,8 +10,14 @@ import pytest
 from prism_tools import (
     ArgumentsError,
     SchemaGuardError,
+    ToolCall,
+    ToolDefinition,
+    ToolExecutionContext,
     check_schema,
     create_json_schema_adapter,
+    create_json_schema_tool_argument_validator,
+    create_tool_registry,
+    dispatch_tool_call,
     parse_tool_arguments,
 )
 
@@ -251,6 +257,47 @@ def test_the_expansion_bound_is_keywords_times_argument_depth() -> None:
     # A member checked twice per level doubles per level: 2 ** 8 fits 64 x 8 levels, not 64.
     check_schema(MEMBER_TWICE, max_argument_depth=8)
     assert refused(MEMBER_TWICE, max_argument_depth=64).reason == "schema_expansion_too_large"
+
+
+def all_of_chain(levels: int, leaf: dict[str, Any]) -> dict[str, Any]:
+    """``levels`` definitions, each an ``allOf`` of two references to the next, then ``leaf``:
+    ``2 ** levels`` applications of ``leaf`` to one value."""
+    defs: dict[str, Any] = {
+        f"d{level}": {"allOf": [{"$ref": f"#/$defs/d{level + 1}"}] * 2} for level in range(levels)
+    }
+    defs[f"d{levels}"] = leaf
+    return {"$defs": defs, "type": "object", "properties": {"s": {"$ref": "#/$defs/d0"}}}
+
+
+async def test_a_schema_that_reads_one_string_too_many_times_is_refused() -> None:
+    # 65,536 passes of one pattern over a string: a valid call with 1 MB of text took 24 s,
+    # and the keyword count alone (well within the expansion bound) did not show it.
+    schema = all_of_chain(16, {"type": "string", "pattern": "^[a-z ]+$"})
+    error = refused(schema)
+    assert error.reason == "schema_expansion_too_large"
+    assert "up to 65536 pattern, format, length and content keywords to one string" in str(error)
+    ran: list[object] = []
+
+    async def execute(args: dict[str, Any], context: ToolExecutionContext) -> str:
+        ran.append(args)
+        return "ran"
+
+    tool = ToolDefinition(name="t", parameters=schema, execute=execute)
+    result = await dispatch_tool_call(
+        ToolCall(id="c", name="t", arguments={"s": "a" * 1000}),
+        registry=create_tool_registry([tool]),
+        context=ToolExecutionContext(session_id="s", run_id="r", tool_call_id="c"),
+        validate=create_json_schema_tool_argument_validator(),
+    )
+    assert result.error is not None
+    assert result.error.code == "schema_guard"
+    assert result.error.details == {"reason": "schema_expansion_too_large"}
+    assert ran == []
+    # 512 fit, and the call is checked.
+    fits = all_of_chain(9, {"type": "string", "pattern": "^[a-z ]+$"})
+    check_schema(fits)
+    assert create_json_schema_adapter().validate(fits, {"s": "a b"}) == []
+    assert create_json_schema_adapter().validate(fits, {"s": "A"})[0].keyword == "pattern"
 
 
 @pytest.mark.parametrize(
