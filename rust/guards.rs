@@ -1600,7 +1600,7 @@ fn check_expansion<'a>(
     // Most schemas with references do not loop: weighed once per schema, without depth, they
     // get a bound at least as large (every level counted), and most fit it. Only a schema that
     // loops back on itself, or does not fit, is weighed again, per level of the arguments.
-    let mut keywords = |map: &serde_json::Map<String, Value>| map.len().max(1) as u64;
+    let mut keywords = |map: &serde_json::Map<String, Value>| (map.len().max(1) as u64, 0);
     let fits = matches!(
         weigh_expansion(schema, anchors, budget, None, &mut keywords, false),
         Expansion::Fits { .. }
@@ -1667,14 +1667,14 @@ enum Task<'a> {
 /// once per schema (and a loop of any kind answers `Loops`). Subschemas reached through the
 /// schema's own nesting are weighed as they come; only those reached through a reference are
 /// looked up and kept by place, so a schema costs little more than one walk. `own` weighs a
-/// schema object's own keywords (a schema that is not an object weighs one); `levels` asks for
-/// `Work::levels` too.
+/// schema object's own keywords (a schema that is not an object weighs one), and its text
+/// checks (`text_checks`, when weighing issues); `levels` asks for `Work::levels` too.
 fn weigh_expansion<'a>(
     schema: &'a Value,
     anchors: &AHashMap<AnchorKey, &'a Value>,
     budget: u64,
     depth: Option<usize>,
-    own: &mut impl FnMut(&'a serde_json::Map<String, Value>) -> u64,
+    own: &mut impl FnMut(&'a serde_json::Map<String, Value>) -> (u64, u64),
     levels: bool,
 ) -> Expansion {
     let mut done: AHashMap<Place, Work<'a>> = AHashMap::new();
@@ -1756,7 +1756,7 @@ fn weigh_expansion<'a>(
                 shared,
                 slots,
             } => {
-                let own = own_work(node, own, levels);
+                let own = node.as_object().map_or((1, 0), &mut *own);
                 let from = results.len() - (slot_stack.len() - slots);
                 let found = results.drain(from..).rev();
                 let work = weigh(own, &slot_stack[slots..], found, levels);
@@ -1781,32 +1781,18 @@ fn weigh_expansion<'a>(
     }
 }
 
-/// What a schema object adds itself: `own` of its keywords (one for a schema that is not an
-/// object) and, when weighing issues, its text checks.
-fn own_work<'a>(
-    node: &'a Value,
-    own: &mut impl FnMut(&'a serde_json::Map<String, Value>) -> u64,
-    levels: bool,
-) -> (u64, u64) {
-    node.as_object().map_or((1, 0), |map| {
-        (own(map), if levels { own_text_checks(map) } else { 0 })
-    })
-}
-
-/// Keywords of `map` that read the whole of a string each time they apply: `pattern`,
-/// `format`, the lengths (counted in characters) and the content keywords; and each pattern of
-/// `patternProperties`, matched against every name of an object.
-fn own_text_checks(map: &serde_json::Map<String, Value>) -> u64 {
-    map.iter()
-        .map(|(key, value)| match key.as_str() {
-            "pattern" | "format" | "minLength" | "maxLength" | "contentEncoding"
-            | "contentMediaType" => 1,
-            "patternProperties" => value
-                .as_object()
-                .map_or(0, |patterns| patterns.len() as u64),
-            _ => 0,
-        })
-        .fold(0, u64::saturating_add)
+/// Checks a keyword makes that read the whole of a string each time it applies: one for
+/// `pattern`, `format`, the lengths (counted in characters) and the content keywords; one for
+/// each pattern of `patternProperties`, matched against every name of an object.
+fn text_checks(key: &str, value: &Value) -> u64 {
+    match key {
+        "pattern" | "format" | "minLength" | "maxLength" | "contentEncoding"
+        | "contentMediaType" => 1,
+        "patternProperties" => value
+            .as_object()
+            .map_or(0, |patterns| patterns.len() as u64),
+        _ => 0,
+    }
 }
 
 /// Bytes that one issue unit stands for: about what one validation error of the `jsonschema`
@@ -1894,13 +1880,17 @@ fn name_list_units(names: &[Value]) -> u64 {
 /// keyword that can fail, one for each name `required` and `dependentRequired` (or draft 7
 /// `dependencies`) list, and the text a failing keyword copies into its error. Annotations and
 /// unknown keywords raise nothing. `copies` keeps what `not` subschemas weigh, by place, so a
-/// subschema weighed at many places of the arguments is read once.
+/// subschema weighed at many places of the arguments is read once. Also its text checks
+/// (`text_checks`), and whether it has `unevaluatedItems` (into `serialises_items`).
 fn own_issue_units(
     map: &serde_json::Map<String, Value>,
     copies: &mut AHashMap<*const Value, u64>,
-) -> u64 {
-    let mut units = 0u64;
+    serialises_items: &mut bool,
+) -> (u64, u64) {
+    let (mut units, mut checks) = (0u64, 0u64);
     for (key, value) in map {
+        checks = checks.saturating_add(text_checks(key, value));
+        *serialises_items |= key == "unevaluatedItems";
         let extra = match (key.as_str(), value) {
             ("required", Value::Array(names)) => name_list_units(names),
             ("dependentRequired" | "dependencies", Value::Object(entries)) => entries
@@ -1921,7 +1911,7 @@ fn own_issue_units(
         let counted = u64::from(VALIDATING_KEYWORDS.contains(&key.as_str()));
         units = units.saturating_add(counted).saturating_add(extra);
     }
-    units
+    (units, checks)
 }
 
 /// The issue weights of `schema` (see `IssueWeights`). Weighed as the expansion guard weighs
@@ -1936,8 +1926,7 @@ fn issue_weights(
     let mut copies: AHashMap<*const Value, u64> = AHashMap::new();
     let mut serialises_items = false;
     let mut own = |map: &serde_json::Map<String, Value>| {
-        serialises_items |= map.contains_key("unevaluatedItems");
-        own_issue_units(map, &mut copies)
+        own_issue_units(map, &mut copies, &mut serialises_items)
     };
     let (root, text_checks) = match weigh_expansion(schema, anchors, u64::MAX, None, &mut own, true)
     {
