@@ -2135,14 +2135,10 @@ mod tests {
         assert_eq!(both.per_level[1], 3 + 4);
     }
 
-    /// `levels` of `allOf` with `width` references each to the next level, ending in `leaf`.
+    /// `levels` of `allOf` with `width` references each to the next level, ending in `leaf`,
+    /// applied to the member `s`.
     fn all_of_chain(levels: usize, width: usize, leaf: Value) -> Value {
-        let mut defs = serde_json::Map::new();
-        for level in 0..levels {
-            let next = json!({"$ref": format!("#/$defs/d{}", level + 1)});
-            defs.insert(format!("d{level}"), json!({"allOf": vec![next; width]}));
-        }
-        defs.insert(format!("d{levels}"), leaf);
+        let defs = chain_definitions("d", "allOf", levels, width, leaf);
         json!({"$defs": defs, "properties": {"s": {"$ref": "#/$defs/d0"}}})
     }
 
@@ -2172,10 +2168,21 @@ mod tests {
         // One check per value of a recursive schema, however deep, is one at each value.
         let tree = json!({"properties": {"a": {"$ref": "#"}, "b": {"pattern": "^x"}}});
         assert!(check(&tree).is_ok());
-        // Checks at different values do not add up.
-        let spread = json!({"properties": {"s": all_of_chain(8, 2, json!({"pattern": "^a"})),
-                                            "t": all_of_chain(8, 2, json!({"pattern": "^b"}))}});
-        assert!(check(&spread).is_ok());
+        // Checks at different values do not add up: 512 at each of two members fit.
+        let mut defs = chain_definitions("s", "allOf", 9, 2, json!({"pattern": "^a"}));
+        defs.extend(chain_definitions(
+            "t",
+            "allOf",
+            8,
+            2,
+            json!({"pattern": "^b"}),
+        ));
+        let members = json!({"s": {"$ref": "#/$defs/s0"}, "t": {"$ref": "#/$defs/t0"}});
+        assert!(check(&json!({"$defs": defs, "properties": members})).is_ok());
+        // In one place they do.
+        let both =
+            json!({"$defs": defs, "allOf": [{"$ref": "#/$defs/s0"}, {"$ref": "#/$defs/t0"}]});
+        assert!(check(&both).is_err());
     }
 
     #[test]
@@ -2229,16 +2236,31 @@ mod tests {
         );
     }
 
-    /// `anyOf` of `width` references to the next of `levels` definitions, ending in a string.
     /// `levels` schemas, each an `anyOf` of `width` references to the next, then `leaf`.
     fn branching_chain(levels: usize, width: usize, leaf: Value) -> Value {
+        let defs = chain_definitions("d", "anyOf", levels, width, leaf);
+        json!({"$defs": defs, "$ref": "#/$defs/d0"})
+    }
+
+    /// Definitions `<name>0` to `<name><levels>`: each a `keyword` of `width` references to the
+    /// next, then `leaf`.
+    fn chain_definitions(
+        name: &str,
+        keyword: &str,
+        levels: usize,
+        width: usize,
+        leaf: Value,
+    ) -> serde_json::Map<String, Value> {
         let mut defs = serde_json::Map::new();
         for level in 0..levels {
-            let next = json!({"$ref": format!("#/$defs/d{}", level + 1)});
-            defs.insert(format!("d{level}"), json!({"anyOf": vec![next; width]}));
+            let next = json!({"$ref": format!("#/$defs/{name}{}", level + 1)});
+            defs.insert(
+                format!("{name}{level}"),
+                json!({keyword: vec![next; width]}),
+            );
         }
-        defs.insert(format!("d{levels}"), leaf);
-        json!({"$defs": defs, "$ref": "#/$defs/d0"})
+        defs.insert(format!("{name}{levels}"), leaf);
+        defs
     }
 
     fn expansion_refused(schema: &Value) -> bool {
