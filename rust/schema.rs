@@ -341,10 +341,15 @@ pub fn known_keyword(keyword: &str) -> Option<usize> {
 /// value there may draw) only the first issue is found. The estimate is an upper bound, several
 /// times what tool calls produce; at the budget the hostile schemas measured take at most about
 /// 50 MiB, where without it a 39 KB schema and 2.4 KB of arguments took 1.4 GiB (see
-/// `docs/validation.md`, which also says what the budget does not bound: time spent again under
-/// failing `anyOf` branches); the largest estimate of any test's arguments is about two thirds
-/// of it.
+/// `docs/validation.md`; `MAX_RECHECKS` bounds the time failing branches spend checking again);
+/// the largest estimate of any test's arguments is about two thirds of it.
 pub const MAX_LISTING_UNITS: u64 = 1 << 17;
+
+/// The most checks finding the issues of one call may make again (`IssueWeights::rechecks`
+/// times the values at each level, `DocumentWeight::recheck_cost`). Past it no issue is located:
+/// finding the first would cost as much. About a tenth of a second of checks; arguments that
+/// only pass through a few branches never come near it.
+pub const MAX_RECHECKS: u64 = 1 << 25;
 
 /// How many issues a report lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -435,6 +440,16 @@ impl DocumentWeight {
         self.every()
             .zip(weights.per_level.iter())
             .map(|(values, &issues)| values.saturating_mul(issues))
+            .fold(0, u64::saturating_add)
+    }
+
+    /// The checks finding the issues may make again against a schema of `weights`: each
+    /// level's values times what one value there may be checked again.
+    pub fn recheck_cost(&self, weights: &IssueWeights) -> u64 {
+        self.levels
+            .iter()
+            .zip(weights.rechecks.iter())
+            .map(|(level, &again)| level.values.saturating_mul(again))
             .fold(0, u64::saturating_add)
     }
 
@@ -595,7 +610,8 @@ pub fn listing_cost_bound(doc: &Document<'_>, weights: &IssueWeights) -> u64 {
 /// What `collect_issues` needs of an invalid document: its weight, or none at all (nothing to
 /// weigh, every issue is listed) when `listing_cost_bound` already fits `MAX_LISTING_UNITS`.
 pub fn weigh_document(doc: &Document<'_>, weights: &IssueWeights) -> DocumentWeight {
-    if listing_cost_bound(doc, weights) <= MAX_LISTING_UNITS {
+    let rechecks = (doc.len() as u64).saturating_mul(weights.most_rechecks);
+    if listing_cost_bound(doc, weights) <= MAX_LISTING_UNITS && rechecks <= MAX_RECHECKS {
         return DocumentWeight::default();
     }
     document_weight(doc, weights.serialises_items)
@@ -652,7 +668,9 @@ pub fn unlocated_issue() -> Issue {
 /// invalid) bound what listing costs: every issue when `DocumentWeight::listing_cost` is
 /// within `MAX_LISTING_UNITS`; else only the first issue (`Validator::validate`, which stops
 /// there), when that error's `anyOf` and `oneOf` branches cannot take more
-/// (`DocumentWeight::first_error_cost`); else one issue that locates nothing.
+/// (`DocumentWeight::first_error_cost`); else one issue that locates nothing. Nothing is
+/// located either when failing branches could check the arguments again more than
+/// `MAX_RECHECKS` times over (`DocumentWeight::recheck_cost`): the first error costs that too.
 pub fn collect_issues<'i, F: Json>(
     validator: &'i Validator<F>,
     instance: F::Node<'i>,
@@ -667,8 +685,9 @@ where
         return Findings::none();
     }
     let weight = document();
-    if weight.listing_cost(weights) > MAX_LISTING_UNITS {
-        let first = (weight.first_error_cost(weights) <= MAX_LISTING_UNITS)
+    let rechecks_fit = weight.recheck_cost(weights) <= MAX_RECHECKS;
+    if weight.listing_cost(weights) > MAX_LISTING_UNITS || !rechecks_fit {
+        let first = (rechecks_fit && weight.first_error_cost(weights) <= MAX_LISTING_UNITS)
             .then(|| validator.validate(instance).err())
             .flatten();
         return match first {
@@ -1863,6 +1882,7 @@ mod tests {
         fn the_quick_bound_is_never_below_the_weighed_cost(
             value in weighed_value(),
             per_level in prop::collection::vec(0u64..50, 1..10),
+            rechecks in prop::collection::vec(0u64..5_000, 0..10),
             serialises_items in any::<bool>(),
         ) {
             let text = serde_json::to_string(&value).unwrap();
@@ -1872,9 +1892,14 @@ mod tests {
                 first_error: vec![0; per_level.len()].into(),
                 per_level: per_level.into(),
                 serialises_items,
+                most_rechecks: rechecks.iter().copied().max().unwrap_or(0),
+                rechecks: rechecks.into(),
             };
-            let weighed = document_weight(&doc, serialises_items).listing_cost(&weights);
-            prop_assert!(listing_cost_bound(&doc, &weights) >= weighed);
+            let weight = document_weight(&doc, serialises_items);
+            prop_assert!(listing_cost_bound(&doc, &weights) >= weight.listing_cost(&weights));
+            // The quick bound on checks made again, as `weigh_document` takes it.
+            let quick = (doc.len() as u64) * weights.most_rechecks;
+            prop_assert!(quick >= weight.recheck_cost(&weights));
         }
 
         #[test]
