@@ -407,27 +407,46 @@ def test_errors_with_long_evaluation_paths_count_against_the_listing_budget() ->
     assert details(shallow)["issues"][0]["keyword"] == "anyOf"
 
 
-def test_long_evaluation_paths_stay_within_tens_of_mebibytes() -> None:
-    script = textwrap.dedent(
-        f"""
-        import json, resource
-        from prism_tools import ToolDefinition, create_json_schema_tool_argument_validator
-        schema = json.loads({json.dumps(json.dumps(RECURSIVE_LONG_PATHS))})
-        tool = ToolDefinition(name="t", parameters=schema)
-        validator = create_json_schema_tool_argument_validator()
-        validator.parse_checked(tool, "{{}}")
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        text = '{{"a":' * 61 + "{{}}" + "}}" * 61
-        problem = validator.parse_checked(tool, text)[1]
-        grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
-        print(problem.details["count"], grown)
-        """
-    )
+CHILD_REPORT = textwrap.dedent(
+    """
+    import json, resource, sys
+    from prism_tools import ToolDefinition, create_json_schema_tool_argument_validator
+    with open(sys.argv[1]) as schema, open(sys.argv[2]) as arguments:
+        tool, text = ToolDefinition(name="t", parameters=json.load(schema)), arguments.read()
+    validator = create_json_schema_tool_argument_validator()
+    validator.parse_checked(tool, "{}")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    problem = validator.parse_checked(tool, text)[1]
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    print(json.dumps({"details": problem.details, "grown_kib": grown}))
+    """
+)
+
+
+def report_in_child(
+    tmp_path: pathlib.Path, schema: dict[str, Any], text: str
+) -> tuple[dict[str, Any], int]:
+    """The report's details for argument ``text`` against ``schema``, and how far the peak
+    memory of a fresh interpreter grew while it was made (the core's allocations are not
+    Python's, so only the process's peak shows them)."""
+    schema_file, text_file = tmp_path / "schema.json", tmp_path / "arguments.json"
+    schema_file.write_text(json.dumps(schema))
+    text_file.write_text(text)
     ran = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+        [sys.executable, "-c", CHILD_REPORT, str(schema_file), str(text_file)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
     )
-    count, grown_kib = (int(word) for word in ran.stdout.split()[-2:])
-    assert count == 1
+    found = json.loads(ran.stdout.splitlines()[-1])
+    return found["details"], found["grown_kib"]
+
+
+def test_long_evaluation_paths_stay_within_tens_of_mebibytes(tmp_path: pathlib.Path) -> None:
+    text = '{"a":' * 61 + "{}" + "}" * 61
+    found, grown_kib = report_in_child(tmp_path, RECURSIVE_LONG_PATHS, text)
+    assert found["count"] == 1
     assert grown_kib < 256 * 1024, f"peak memory grew {grown_kib} KiB"
 
 
@@ -472,7 +491,9 @@ def test_a_json_value_beside_a_wrong_field_still_lets_it_be_located(
     }
 
 
-def test_a_hostile_union_listed_in_full_stays_within_tens_of_mebibytes() -> None:
+def test_a_hostile_union_listed_in_full_stays_within_tens_of_mebibytes(
+    tmp_path: pathlib.Path,
+) -> None:
     """Every object below misses 250 required names and every `anyOf` error keeps them all:
     3 KB of arguments raise 85,000 errors, within the budget now that a level below is weighed
     once."""
@@ -482,29 +503,14 @@ def test_a_hostile_union_listed_in_full_stays_within_tens_of_mebibytes() -> None
         "properties": {"d": {"$ref": "#/$defs/J"}},
     }
     schema["$defs"]["J"]["anyOf"][1]["required"] = [f"r{index}" for index in range(250)]
-    script = textwrap.dedent(
-        f"""
-        import json, resource
-        from prism_tools import ToolDefinition, create_json_schema_tool_argument_validator
-        schema = json.loads({json.dumps(json.dumps(schema))})
-        tool = ToolDefinition(name="t", parameters=schema)
-        validator = create_json_schema_tool_argument_validator()
-        validator.parse_checked(tool, "{{}}")
-        def tree(level):
-            return {{}} if level == 4 else {{f"k{{i}}": tree(level + 1) for i in range(4)}}
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        problem = validator.parse_checked(tool, json.dumps({{"d": tree(0)}}))[1]
-        grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
-        print(problem.details["issues"][0]["keyword"], "complete" in problem.details, grown)
-        """
-    )
-    ran = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
-    )
-    keyword, partial, grown_kib = ran.stdout.split()[-3:]
+
+    def tree(level: int) -> dict[str, Any]:
+        return {} if level == 4 else {f"k{index}": tree(level + 1) for index in range(4)}
+
+    found, grown_kib = report_in_child(tmp_path, schema, json.dumps({"d": tree(0)}))
     # Listed in full: the one `anyOf` error at `/d`, with every error below it.
-    assert (keyword, partial) == ("anyOf", "False")
-    assert int(grown_kib) < 256 * 1024, f"peak memory grew {grown_kib} KiB"
+    assert (found["issues"][0]["keyword"], "complete" in found) == ("anyOf", False)
+    assert grown_kib < 256 * 1024, f"peak memory grew {grown_kib} KiB"
 
 
 def layered_branches(options: int) -> dict[str, Any]:
@@ -556,41 +562,22 @@ def unevaluated_items_levels(levels: int, copies: int) -> dict[str, Any]:
     return {"type": "object", "properties": {"d": node}}
 
 
-def test_items_an_error_serialises_count_against_the_listing_budget() -> None:
+def test_items_an_error_serialises_count_against_the_listing_budget(
+    tmp_path: pathlib.Path,
+) -> None:
     """An `unevaluatedItems` error holds every item it refuses as JSON text, where a control
     character takes six bytes: weighed as a copy of the array only, 32 KB of arguments listed
     in full took 332 MiB."""
-    # Built in the child: the 129 KB schema is too long for a command line.
-    script = textwrap.dedent(
-        """
-        import resource
-        from prism_tools import ToolDefinition, create_json_schema_tool_argument_validator
-        from test_validation_budgets import unevaluated_items_levels
-        tool = ToolDefinition(name="t", parameters=unevaluated_items_levels(6, 797))
-        validator = create_json_schema_tool_argument_validator()
-        validator.parse_checked(tool, "{}")
-        text = '{"d":' + '[{"a":' * 6 + '"' + "\\\\u0001" * 5461 + '"' + "}]" * 6 + "}"
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        problem = validator.parse_checked(tool, text)[1]
-        grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
-        issue = problem.details["issues"][0]
-        print(issue["path"], issue["keyword"], problem.details.get("complete"), grown)
-        """
-    )
-    ran = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-        cwd=pathlib.Path(__file__).parent,
-    )
-    path, keyword, complete, grown_kib = ran.stdout.split()[-4:]
+    schema = unevaluated_items_levels(6, 797)
+    text = '{"d":' + '[{"a":' * 6 + '"' + "\\u0001" * 5461 + '"' + "}]" * 6 + "}"
+    found, grown_kib = report_in_child(tmp_path, schema, text)
     # Only the first issue: one error of the arrays, each of which holds the long string.
-    assert (path.startswith("/d"), keyword, complete) == (True, "unevaluatedItems", "False")
-    assert int(grown_kib) < 128 * 1024, f"peak memory grew {grown_kib} KiB"
+    issue = found["issues"][0]
+    assert (issue["path"].startswith("/d"), issue["keyword"]) == (True, "unevaluatedItems")
+    assert found["complete"] is False
+    assert grown_kib < 128 * 1024, f"peak memory grew {grown_kib} KiB"
     # A few items are still listed in full.
-    problem = report(unevaluated_items_levels(6, 797), {"d": [{"a": [{"a": "\u0001" * 10}]}]})
+    problem = report(schema, {"d": [{"a": [{"a": "\u0001" * 10}]}]})
     assert "complete" not in details(problem)
     assert details(problem)["count"] == 2 * 797
 
