@@ -194,6 +194,10 @@ pub enum GuardViolation {
         checks: u64,
         limit: u64,
     },
+    UnevaluatedNesting {
+        nesting: u64,
+        limit: u64,
+    },
 }
 
 impl GuardViolation {
@@ -206,7 +210,9 @@ impl GuardViolation {
             Self::SchemaTooDeep { .. } => "schema_too_deep",
             Self::TooManyKeywords { .. } => "schema_too_many_keywords",
             Self::TooManyRefs { .. } => "schema_too_many_refs",
-            Self::Expansion { .. } | Self::TextChecks { .. } => "schema_expansion_too_large",
+            Self::Expansion { .. } | Self::TextChecks { .. } | Self::UnevaluatedNesting { .. } => {
+                "schema_expansion_too_large"
+            }
             Self::RefNotAllowed { .. } => "schema_ref_not_allowed",
             Self::RefCycle { .. } => "schema_ref_cycle",
             Self::ForbiddenKey { .. } => "schema_forbidden_key",
@@ -317,9 +323,15 @@ impl fmt::Display for GuardViolation {
             ),
             Self::TextChecks { checks, limit } => write!(
                 f,
-                "schema applies up to {checks} pattern, format, length and content keywords to \
+                "schema applies up to {checks} pattern, length and content keywords to \
                  one string (through references, allOf, anyOf and the like), more than {limit}; \
                  each one reads the whole string"
+            ),
+            Self::UnevaluatedNesting { nesting, limit } => write!(
+                f,
+                "schema applies {nesting} schemas with unevaluatedProperties or unevaluatedItems \
+                 one inside another at one value, more than {limit}; each one checks what the \
+                 others evaluate again, so the work doubles with each"
             ),
         }
     }
@@ -575,6 +587,13 @@ pub fn check_schema(schema: &Value, limits: &Limits) -> Result<SchemaStats, Guar
 /// pattern and two lengths, fits.
 pub const MAX_TEXT_CHECKS: u64 = 512;
 
+/// Schemas holding `unevaluatedProperties` or `unevaluatedItems` one applied in place inside
+/// the other, at most. Each works out what the schemas inside it evaluate by checking them
+/// again, so the work grows about 2.6 times with each: twenty of them (879 bytes of schema)
+/// took 3.6 s to validate `{"a": 1}`, thirty would take hours. A schema that closes each layer
+/// of an `allOf` inheritance fits.
+pub const MAX_UNEVALUATED_NESTING: u64 = 8;
+
 /// Property names collected per schema, at most.
 pub const MAX_PROPERTY_NAMES: usize = 1024;
 
@@ -616,7 +635,13 @@ pub fn check_schema_with_words<'a>(
     if walker.stats.refs > 0 {
         check_expansion(schema, &walker.anchors, limits)?;
     }
-    let (issues, text_checks) = issue_weights(schema, &walker.anchors, limits);
+    let (issues, text_checks, nesting) = issue_weights(schema, &walker.anchors, limits);
+    if nesting > MAX_UNEVALUATED_NESTING {
+        return Err(GuardViolation::UnevaluatedNesting {
+            nesting,
+            limit: MAX_UNEVALUATED_NESTING,
+        });
+    }
     if text_checks > MAX_TEXT_CHECKS {
         return Err(GuardViolation::TextChecks {
             checks: text_checks,
@@ -1115,6 +1140,16 @@ struct Work<'a> {
     /// `anyOf` or `oneOf` checks its whole value again, so a value is checked once more for
     /// each failing one above it or in place (`IssueWeights::rechecks`). Empty without branches.
     enclosing: Vec<u64>,
+    /// When weighing issues: each level down, the most options of an `enum` applied at one value
+    /// there (`IssueWeights::rechecks`). Empty without `enum`.
+    enums: Vec<u64>,
+    /// When weighing issues: the levels down (a bit each, the last for every level from there
+    /// on) where `unevaluatedItems` applies (`IssueWeights::serialised_levels`).
+    serialised: u128,
+    /// When weighing issues: the longest chain of schemas holding `unevaluatedProperties` or
+    /// `unevaluatedItems`, each applied in place in the one before, from this one
+    /// (`MAX_UNEVALUATED_NESTING`).
+    unevaluated_nesting: u64,
     /// When weighing issues: the keywords that read the whole of a string (`own_text_checks`)
     /// applied at this value, its names, or its decoded content. The validator remembers no
     /// verdict about a string, so each is a pass over the text.
@@ -1128,6 +1163,24 @@ struct Work<'a> {
 }
 
 impl<'a> Work<'a> {
+    /// The work of a schema object's own keywords, before its subschemas are added.
+    fn of_own(own: Own) -> Self {
+        Work {
+            array: own.units,
+            other: own.units,
+            object: own.units,
+            here: own.units,
+            text_checks: own.text_checks,
+            enums: if own.enum_options > 0 {
+                vec![own.enum_options]
+            } else {
+                Vec::new()
+            },
+            serialised: u128::from(own.serialises_items),
+            ..Work::default()
+        }
+    }
+
     fn one(levels: bool) -> Self {
         Work {
             array: 1,
@@ -1188,13 +1241,18 @@ impl<'a> Work<'a> {
         }
     }
 
-    /// What weighing issues keeps of the root schema's work.
-    fn into_root(self) -> Root {
+    /// What weighing issues keeps of the root schema's work, with the most text checks and the
+    /// longest nesting found anywhere.
+    fn into_root(self, text_checks: u64, unevaluated_nesting: u64) -> Root {
         Root {
             levels: self.levels().collect(),
             contexts: self.contexts,
             paths: self.paths,
             enclosing: self.enclosing,
+            enums: self.enums,
+            serialised: self.serialised,
+            text_checks,
+            unevaluated_nesting,
         }
     }
 
@@ -1215,6 +1273,15 @@ impl<'a> Work<'a> {
                 shift,
             );
         }
+        if !found.enums.is_empty() {
+            longest(&mut self.enums, &found.enums, found.enums.len(), 0, shift);
+        }
+        let last = 1u128 << 127;
+        self.serialised |= if in_place {
+            found.serialised
+        } else {
+            (found.serialised << 1) | (found.serialised & last)
+        };
     }
 
     /// Adds what applies one level down and further through an element, `element`, and
@@ -1459,19 +1526,14 @@ impl Slot<'_> {
 /// The work of one schema object from its own keyword count and the work of each subschema it
 /// applies, in the order of `slots`.
 fn weigh<'a>(
-    (own, text_checks): (u64, u64),
+    own: Own,
     slots: &[(Slot<'a>, u64)],
     subschemas: impl Iterator<Item = Work<'a>>,
     levels: bool,
 ) -> Work<'a> {
-    let mut work = Work {
-        array: own,
-        other: own,
-        object: own,
-        here: own,
-        text_checks,
-        ..Work::default()
-    };
+    let mut work = Work::of_own(own);
+    // The longest chain of `unevaluated*` holders applied in place, below this one.
+    let mut unevaluated_below = 0u64;
     let (mut element_one_of, mut element_also, mut text) = (0u64, 0u64, 0u64);
     let mut heaviest_dynamic: Option<Work<'a>> = None;
     // Per level below: what applies to one element, and to one member (its name included);
@@ -1487,7 +1549,9 @@ fn weigh<'a>(
             Slot::Reference | Slot::Dynamic | Slot::Sub(Applied::InPlace | Applied::Branch)
         );
         if levels {
-            if !in_place {
+            if in_place {
+                unevaluated_below = unevaluated_below.max(found.unevaluated_nesting);
+            } else {
                 max_levels(&mut contexts, &found.contexts);
             }
             work.add_paths_of(&found, slot, step, in_place);
@@ -1563,6 +1627,7 @@ fn weigh<'a>(
         add_levels(&mut element, &element_too, 0);
         add_levels(&mut member, &member_too, 0);
         work.add_element_and_member(&element, &member);
+        work.unevaluated_nesting = unevaluated_below.saturating_add(u64::from(own.unevaluated));
         if !contexts.is_empty() {
             contexts.insert(0, 0);
             max_levels(&mut work.contexts, &contexts);
@@ -1633,7 +1698,10 @@ fn check_expansion<'a>(
     // Most schemas with references do not loop: weighed once per schema, without depth, they
     // get a bound at least as large (every level counted), and most fit it. Only a schema that
     // loops back on itself, or does not fit, is weighed again, per level of the arguments.
-    let mut keywords = |map: &serde_json::Map<String, Value>| (map.len().max(1) as u64, 0);
+    let mut keywords = |map: &serde_json::Map<String, Value>| Own {
+        units: map.len().max(1) as u64,
+        ..Own::ONE
+    };
     let fits = matches!(
         weigh_expansion(schema, anchors, budget, None, &mut keywords, false),
         Expansion::Fits { .. }
@@ -1658,13 +1726,20 @@ fn check_expansion<'a>(
     }
 }
 
-/// What weighing issues found at the root: `Work::levels`, `Work::contexts`, `Work::paths`
-/// and `Work::enclosing`.
+/// What weighing issues found at the root: `Work::levels`, `Work::contexts`, `Work::paths`,
+/// `Work::enclosing`, `Work::enums` and `Work::serialised`; and the most of two strains
+/// anywhere in the schema.
 struct Root {
     levels: Vec<u64>,
     contexts: Vec<u64>,
     paths: Vec<u64>,
     enclosing: Vec<u64>,
+    enums: Vec<u64>,
+    serialised: u128,
+    /// The most text checks at one value anywhere (`Work::text_checks`).
+    text_checks: u64,
+    /// The longest in-place chain of `unevaluated*` holders anywhere (`Work::unevaluated_nesting`).
+    unevaluated_nesting: u64,
 }
 
 /// What weighing a schema found: the weight when it fits the bound, that it does not, or
@@ -1675,7 +1750,6 @@ enum Expansion {
     /// the most text checks at any one value (`Work::text_checks`, when weighed).
     Fits {
         root: Root,
-        text_checks: u64,
     },
     Over,
     Loops,
@@ -1716,7 +1790,7 @@ fn weigh_expansion<'a>(
     anchors: &AHashMap<AnchorKey, &'a Value>,
     budget: u64,
     depth: Option<usize>,
-    own: &mut impl FnMut(&'a serde_json::Map<String, Value>) -> (u64, u64),
+    own: &mut impl FnMut(&'a serde_json::Map<String, Value>) -> Own,
     levels: bool,
 ) -> Expansion {
     let mut done: AHashMap<Place, Work<'a>> = AHashMap::new();
@@ -1726,7 +1800,7 @@ fn weigh_expansion<'a>(
     // Every subschema waiting to be weighed or combined has its slot here: a schema's
     // subschemas are done before it is combined, so the stack never needs more than its top.
     let mut slot_stack: Vec<(Slot<'a>, u64)> = Vec::new();
-    let mut most_text_checks = 0u64;
+    let (mut most_text_checks, mut most_nesting) = (0u64, 0u64);
     let mut tasks = vec![Task::Weigh {
         node: schema,
         resource: schema,
@@ -1798,7 +1872,7 @@ fn weigh_expansion<'a>(
                 shared,
                 slots,
             } => {
-                let own = node.as_object().map_or((1, 0), &mut *own);
+                let own = node.as_object().map_or(Own::ONE, &mut *own);
                 let from = results.len() - (slot_stack.len() - slots);
                 let found = results.drain(from..).rev();
                 let work = weigh(own, &slot_stack[slots..], found, levels);
@@ -1807,6 +1881,7 @@ fn weigh_expansion<'a>(
                     return Expansion::Over;
                 }
                 most_text_checks = most_text_checks.max(work.text_checks);
+                most_nesting = most_nesting.max(work.unevaluated_nesting);
                 if shared {
                     let here = place(node, resource, below.unwrap_or(0));
                     open.remove(&here);
@@ -1818,27 +1893,44 @@ fn weigh_expansion<'a>(
     }
     let root = results.pop().unwrap_or_default();
     Expansion::Fits {
-        root: root.into_root(),
-        text_checks: most_text_checks,
+        root: root.into_root(most_text_checks, most_nesting),
     }
 }
 
-/// What the issue weighing notes of a schema's keywords besides their units.
-#[derive(Default)]
-struct Traits {
-    /// It has `unevaluatedItems` (`IssueWeights::serialises_items`).
+/// What a schema object's own keywords add to its work (`weigh`).
+#[derive(Clone, Copy)]
+struct Own {
+    /// Keywords (weighing the expansion) or issue units (weighing issues).
+    units: u64,
+    /// When weighing issues: checks that read a whole string (`text_checks`).
+    text_checks: u64,
+    /// When weighing issues: the options of its `enum`, each compared with the value.
+    enum_options: u64,
+    /// When weighing issues: it has `unevaluatedItems`, whose error serialises the items it
+    /// refuses (`IssueWeights::serialised_levels`).
     serialises_items: bool,
-    /// The most options of any `enum`: each is compared with the value.
-    largest_enum: u64,
+    /// When weighing issues: it has `unevaluatedProperties` or `unevaluatedItems`.
+    unevaluated: bool,
+}
+
+impl Own {
+    /// A schema that is not an object (`true`, `false`) weighs one.
+    const ONE: Own = Own {
+        units: 1,
+        text_checks: 0,
+        enum_options: 0,
+        serialises_items: false,
+        unevaluated: false,
+    };
 }
 
 /// Checks a keyword makes that read the whole of a string each time it applies: one for
-/// `pattern`, `format`, the lengths (counted in characters) and the content keywords; one for
-/// each pattern of `patternProperties`, matched against every name of an object.
+/// `pattern`, the lengths (counted in characters) and the content keywords; one for each
+/// pattern of `patternProperties`, matched against every name of an object. (`format` is an
+/// annotation here: the validator does not read the string for it.)
 fn text_checks(key: &str, value: &Value) -> u64 {
     match key {
-        "pattern" | "format" | "minLength" | "maxLength" | "contentEncoding"
-        | "contentMediaType" => 1,
+        "pattern" | "minLength" | "maxLength" | "contentEncoding" | "contentMediaType" => 1,
         "patternProperties" => value
             .as_object()
             .map_or(0, |patterns| patterns.len() as u64),
@@ -1891,10 +1983,18 @@ pub struct IssueWeights {
     pub rechecks: Box<[u64]>,
     /// The largest of `rechecks`.
     pub most_rechecks: u64,
-    /// Whether the schema has `unevaluatedItems`: its error holds every item it refuses
-    /// serialised as JSON text (a control character takes six bytes there), on top of the copy
-    /// of the array any error about it holds (`schema::DocumentWeight`).
-    pub serialises_items: bool,
+    /// The levels of the arguments where `unevaluatedItems` applies, a bit each (the root
+    /// value's first; the last bit for every level from there on): its error holds every item
+    /// it refuses serialised as JSON text (a control character takes six bytes there), on top
+    /// of the copy of the array any error about it holds (`schema::DocumentWeight`).
+    pub serialised_levels: u128,
+}
+
+impl IssueWeights {
+    /// Whether errors about an array at `level` may hold its items serialised.
+    pub fn serialises_at(&self, level: usize) -> bool {
+        self.serialised_levels & (1u128 << level.min(127)) != 0
+    }
 }
 
 /// `bytes` in issue units, rounded up.
@@ -1941,21 +2041,22 @@ fn name_list_units(names: &[Value]) -> u64 {
 /// keyword that can fail, one for each name `required` and `dependentRequired` (or draft 7
 /// `dependencies`) list, and the text a failing keyword copies into its error. Annotations and
 /// unknown keywords raise nothing. `copies` keeps what `not` subschemas weigh, by place, so a
-/// subschema weighed at many places of the arguments is read once. Also its text checks
-/// (`text_checks`), and whether it has `unevaluatedItems` (into `serialises_items`).
+/// subschema weighed at many places of the arguments is read once. With what else the weighing
+/// notes of them (`Own`).
 fn own_issue_units(
     map: &serde_json::Map<String, Value>,
     copies: &mut AHashMap<*const Value, u64>,
-    traits: &mut Traits,
-) -> (u64, u64) {
-    let (mut units, mut checks) = (0u64, 0u64);
+) -> Own {
+    let mut own = Own {
+        units: 0,
+        ..Own::ONE
+    };
     for (key, value) in map {
-        checks = checks.saturating_add(text_checks(key, value));
+        own.text_checks = own.text_checks.saturating_add(text_checks(key, value));
         match (key.as_str(), value) {
-            ("unevaluatedItems", _) => traits.serialises_items = true,
-            ("enum", Value::Array(options)) => {
-                traits.largest_enum = traits.largest_enum.max(options.len() as u64);
-            }
+            ("unevaluatedItems", _) => (own.serialises_items, own.unevaluated) = (true, true),
+            ("unevaluatedProperties", _) => own.unevaluated = true,
+            ("enum", Value::Array(options)) => own.enum_options = options.len() as u64,
             _ => {}
         }
         let extra = match (key.as_str(), value) {
@@ -1976,9 +2077,9 @@ fn own_issue_units(
             _ => 0,
         };
         let counted = u64::from(VALIDATING_KEYWORDS.contains(&key.as_str()));
-        units = units.saturating_add(counted).saturating_add(extra);
+        own.units = own.units.saturating_add(counted).saturating_add(extra);
     }
-    (units, checks)
+    own
 }
 
 /// The issue weights of `schema` (see `IssueWeights`). Weighed as the expansion guard weighs
@@ -1989,29 +2090,29 @@ fn issue_weights(
     schema: &Value,
     anchors: &AHashMap<AnchorKey, &Value>,
     limits: &Limits,
-) -> (IssueWeights, u64) {
+) -> (IssueWeights, u64, u64) {
     let mut copies: AHashMap<*const Value, u64> = AHashMap::new();
-    let mut traits = Traits::default();
-    let mut own =
-        |map: &serde_json::Map<String, Value>| own_issue_units(map, &mut copies, &mut traits);
-    let (root, text_checks) = match weigh_expansion(schema, anchors, u64::MAX, None, &mut own, true)
-    {
-        Expansion::Fits { root, text_checks } => (root, text_checks),
+    let mut own = |map: &serde_json::Map<String, Value>| own_issue_units(map, &mut copies);
+    let root = match weigh_expansion(schema, anchors, u64::MAX, None, &mut own, true) {
+        Expansion::Fits { root } => root,
         Expansion::Loops | Expansion::Over => {
             let depth = Some(limits.max_argument_depth + 1);
             match weigh_expansion(schema, anchors, u64::MAX, depth, &mut own, true) {
-                Expansion::Fits { root, text_checks } => (root, text_checks),
+                Expansion::Fits { root } => root,
                 // Not reached: weighed per level, with no budget, a schema neither loops nor
                 // passes it.
                 Expansion::Loops | Expansion::Over => {
                     let unknown = vec![u64::MAX; limits.max_argument_depth + 2];
-                    let root = Root {
+                    Root {
                         levels: unknown.clone(),
                         contexts: unknown.clone(),
                         paths: Vec::new(),
-                        enclosing: unknown,
-                    };
-                    (root, u64::MAX)
+                        enclosing: unknown.clone(),
+                        enums: unknown,
+                        serialised: u128::MAX,
+                        text_checks: u64::MAX,
+                        unevaluated_nesting: u64::MAX,
+                    }
                 }
             }
         }
@@ -2021,16 +2122,20 @@ fn issue_weights(
         contexts,
         paths,
         enclosing,
+        enums,
+        serialised,
+        text_checks,
+        unevaluated_nesting,
     } = root;
     // Each level's checks (the issue units bound the keywords, and any value may meet the
     // largest `enum`) made once more for every branch that encloses them.
     let rechecks: Box<[u64]> = levels
         .iter()
         .zip(&enclosing)
-        .map(|(&units, &branches)| {
-            units
-                .saturating_add(traits.largest_enum)
-                .saturating_mul(branches)
+        .enumerate()
+        .map(|(level, (&units, &branches))| {
+            let options = enums.get(level).copied().unwrap_or(0);
+            units.saturating_add(options).saturating_mul(branches)
         })
         .collect();
     let most_rechecks = rechecks.iter().copied().max().unwrap_or(0);
@@ -2055,11 +2160,11 @@ fn issue_weights(
         per_level,
         first_error,
         most,
-        serialises_items: traits.serialises_items,
+        serialised_levels: serialised,
         rechecks,
         most_rechecks,
     };
-    (weights, text_checks)
+    (weights, text_checks, unevaluated_nesting)
 }
 
 #[cfg(test)]
@@ -2266,6 +2371,60 @@ mod tests {
         assert!(weights.rechecks[10] >= 5 * 10, "{weights:?}");
     }
 
+    #[test]
+    fn unevaluated_keywords_nest_in_place_at_most_eight_deep() {
+        let nested = |depth: usize, keyword: &str, applicator: &str| {
+            let mut node = json!({"type": "object"});
+            for _ in 0..depth {
+                node = json!({applicator: [node], keyword: false});
+            }
+            node
+        };
+        for (keyword, applicator) in [
+            ("unevaluatedProperties", "allOf"),
+            ("unevaluatedItems", "anyOf"),
+        ] {
+            assert!(check(&nested(8, keyword, applicator)).is_ok());
+            let refused = check(&nested(9, keyword, applicator)).unwrap_err();
+            assert_eq!(refused.code(), "schema_expansion_too_large");
+            assert!(
+                refused.to_string().contains("applies 9 schemas"),
+                "{refused}"
+            );
+        }
+        // One per level of the arguments is not nested at one value.
+        let mut tree = json!({"type": "object"});
+        for _ in 0..30 {
+            tree = json!({"properties": {"a": tree}, "unevaluatedProperties": false});
+        }
+        assert!(check(&tree).is_ok());
+    }
+
+    #[test]
+    fn rechecks_and_serialised_levels_stay_at_their_own_levels() {
+        // The large `enum` is on a member; the elements of the list beside it meet none.
+        let options: Vec<Value> = (0..5_000).map(Value::from).collect();
+        let schema = json!({
+            "properties": {
+                "kind": {"anyOf": [{"enum": options}, {"type": "null"}]},
+                "values": {"anyOf": [{"items": {"type": "integer"}}, {"type": "null"}]},
+            },
+        });
+        let weights = issues(&schema);
+        assert!(weights.rechecks[1] >= 5_000, "{weights:?}");
+        assert!(weights.rechecks[2] < 100, "{weights:?}");
+        // `unevaluatedItems` on one member's arrays: only that level serialises.
+        let schema = json!({
+            "properties": {
+                "pair": {"prefixItems": [{}, {}], "unevaluatedItems": false},
+                "rows": {"items": {"items": {}}},
+            },
+        });
+        let weights = issues(&schema);
+        assert!(weights.serialises_at(1));
+        assert!(!weights.serialises_at(0) && !weights.serialises_at(2));
+    }
+
     /// `levels` of `allOf` with `width` references each to the next level, ending in `leaf`,
     /// applied to the member `s`.
     fn all_of_chain(levels: usize, width: usize, leaf: Value) -> Value {
@@ -2287,7 +2446,7 @@ mod tests {
         );
         // Every kind of check counts, and so does each pattern of `patternProperties` (every
         // name is matched), or a check on the names of `propertyNames`.
-        let lengths = json!({"minLength": 1, "maxLength": 9, "format": "email"});
+        let lengths = json!({"minLength": 1, "maxLength": 9, "pattern": "^a", "format": "email"});
         assert!(check(&all_of_chain(8, 2, lengths.clone())).is_err());
         assert!(check(&all_of_chain(7, 2, lengths)).is_ok());
         let patterns: serde_json::Map<String, Value> =

@@ -487,10 +487,11 @@ impl DocumentWeight {
 /// `DocumentWeight` of `doc`, in one walk from the root on an explicit stack of the containers
 /// open (as deep as the arguments, whatever their size): each value is weighed on the way down,
 /// and each array again on the way up, when the size of its copy is known. Asked only for
-/// arguments that failed validation. `serialised`: every error about an array also holds its
-/// items serialised (`IssueWeights::serialises_items`), at most `SERIALISED_VALUE_BYTES` a value
-/// and six bytes a byte of text, in a buffer that may be twice that.
-pub fn document_weight(doc: &Document<'_>, serialised: bool) -> DocumentWeight {
+/// arguments that failed validation. Where `weights` says so (`IssueWeights::serialises_at`),
+/// every error about an array also holds its items serialised: at most
+/// `SERIALISED_VALUE_BYTES` a value and six bytes a byte of text, in a buffer that may be twice
+/// that.
+pub fn document_weight(doc: &Document<'_>, weights: &IssueWeights) -> DocumentWeight {
     let mut weight = DocumentWeight {
         levels: Vec::with_capacity(8),
     };
@@ -562,6 +563,7 @@ pub fn document_weight(doc: &Document<'_>, serialised: bool) -> DocumentWeight {
                 let Some(done) = open.pop() else { break };
                 // Every error about an array copies the whole array (and may serialise it).
                 if matches!(done.entry, Entry::Array { .. }) {
+                    let serialised = weights.serialises_at(done.level);
                     let text = if serialised { 2 * done.serial } else { 0 };
                     let copy = done.copy.saturating_add(text);
                     weight.array(done.level, done.path.saturating_add(done.name), copy);
@@ -587,7 +589,7 @@ pub fn listing_cost_bound(doc: &Document<'_>, weights: &IssueWeights) -> u64 {
     // (`values` arrays at most, each at most 80 a value and every text, and twice 28 a value
     // and 6 a byte of text when serialised), per value; names and the copies of object member
     // names and strings, once.
-    let (value_bytes, text_bytes) = if weights.serialises_items {
+    let (value_bytes, text_bytes) = if weights.serialised_levels != 0 {
         (91 + 2 * SERIALISED_VALUE_BYTES, 3 + 2 * 6)
     } else {
         (91, 3)
@@ -614,7 +616,7 @@ pub fn weigh_document(doc: &Document<'_>, weights: &IssueWeights) -> DocumentWei
     if listing_cost_bound(doc, weights) <= MAX_LISTING_UNITS && rechecks <= MAX_RECHECKS {
         return DocumentWeight::default();
     }
-    document_weight(doc, weights.serialises_items)
+    document_weight(doc, weights)
 }
 
 /// A container entry without the lifetime of its document's text (it holds none).
@@ -1560,7 +1562,7 @@ mod tests {
     #[test]
     fn document_weight_counts_values_paths_and_copies_per_level() {
         let weigh = |text: &str| {
-            let weight = document_weight(&doc(text), false);
+            let weight = document_weight(&doc(text), &IssueWeights::default());
             (
                 weight.every().collect::<Vec<_>>(),
                 weight.one().collect::<Vec<_>>(),
@@ -1579,8 +1581,16 @@ mod tests {
         // An array's errors copy the whole of it, and may hold it serialised: six bytes a
         // control character, in a buffer up to twice that.
         let controls = format!(r#"{{"a": ["{}"]}}"#, r"\u0001".repeat(5_000));
-        let one = |serialised| document_weight(&doc(&controls), serialised).one().nth(1);
-        let (copied, serialised) = (one(false).unwrap(), one(true).unwrap());
+        let one = |levels| {
+            let weights = IssueWeights {
+                serialised_levels: levels,
+                ..IssueWeights::default()
+            };
+            document_weight(&doc(&controls), &weights).one().nth(1)
+        };
+        // Only where `unevaluatedItems` applies: the array is at level 1.
+        let (copied, serialised) = (one(0b1).unwrap(), one(0b10).unwrap());
+        assert_eq!(one(0b101).unwrap(), copied);
         assert!(serialised - copied >= 2 * 6 * 5_000 / ISSUE_UNIT_BYTES);
         let (every, one) = weigh(&format!(r#"{{"a": ["{}"]}}"#, "x".repeat(100_000)));
         assert!(every[1] > 100_000 / ISSUE_UNIT_BYTES);
@@ -1883,7 +1893,7 @@ mod tests {
             value in weighed_value(),
             per_level in prop::collection::vec(0u64..50, 1..10),
             rechecks in prop::collection::vec(0u64..5_000, 0..10),
-            serialises_items in any::<bool>(),
+            serialised_levels in any::<u128>(),
         ) {
             let text = serde_json::to_string(&value).unwrap();
             let doc = parse(Source::Text(&text), 1 << 22, 256, Repeats::Resolve).unwrap();
@@ -1891,11 +1901,11 @@ mod tests {
                 most: per_level.iter().copied().max().unwrap_or(0),
                 first_error: vec![0; per_level.len()].into(),
                 per_level: per_level.into(),
-                serialises_items,
+                serialised_levels,
                 most_rechecks: rechecks.iter().copied().max().unwrap_or(0),
                 rechecks: rechecks.into(),
             };
-            let weight = document_weight(&doc, serialises_items);
+            let weight = document_weight(&doc, &weights);
             prop_assert!(listing_cost_bound(&doc, &weights) >= weight.listing_cost(&weights));
             // The quick bound on checks made again, as `weigh_document` takes it.
             let quick = (doc.len() as u64) * weights.most_rechecks;

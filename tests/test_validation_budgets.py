@@ -550,6 +550,29 @@ def test_arguments_failing_branches_would_check_again_and_again_locate_nothing()
     assert details(shallow)["issues"][0]["keyword"] == "anyOf"
 
 
+def test_a_large_enum_on_one_member_does_not_weigh_on_the_items_of_another() -> None:
+    # An optional list of numbers beside an optional choice of 5,000 names, as pydantic writes
+    # `Optional[list[int]]` and `Optional[Literal[...]]`: the choice's values are checked again
+    # under its `anyOf`, the list's elements never meet it. Charged with the choice, 14 KB of
+    # arguments with one wrong element could not be located.
+    schema = {
+        "type": "object",
+        "properties": {
+            "values": {
+                "anyOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "null"}]
+            },
+            "region": {
+                "anyOf": [{"enum": [f"opt{index}" for index in range(5000)]}, {"type": "null"}]
+            },
+        },
+    }
+    values: list[Any] = [index % 10 for index in range(7000)]
+    values[3500] = "x"
+    problem = report(schema, {"values": values, "region": "opt1"})
+    assert "complete" not in details(problem)
+    assert details(problem)["issues"][0]["path"] == "/values"
+
+
 def unevaluated_items_levels(levels: int, copies: int) -> dict[str, Any]:
     """``levels`` arrays of objects, each array under ``copies`` in-place
     ``unevaluatedItems: false`` (they do not see the array's own ``items``)."""
