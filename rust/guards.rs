@@ -191,7 +191,6 @@ pub enum GuardViolation {
         limit: usize,
     },
     TextChecks {
-        checks: u64,
         limit: u64,
     },
     UnevaluatedNesting {
@@ -321,11 +320,11 @@ impl fmt::Display for GuardViolation {
                  together (the limit for one schema's patterns); every pattern is kept compiled \
                  and may run on each call"
             ),
-            Self::TextChecks { checks, limit } => write!(
+            Self::TextChecks { limit } => write!(
                 f,
-                "schema applies up to {checks} pattern, length and content keywords to \
-                 one string (through references, allOf, anyOf and the like), more than {limit}; \
-                 each one reads the whole string"
+                "schema may apply more than {limit} pattern, length and content keywords to the \
+                 values along one path of the arguments (through references, allOf, anyOf and \
+                 the like); each one reads a whole string"
             ),
             Self::UnevaluatedNesting { nesting, limit } => write!(
                 f,
@@ -580,11 +579,11 @@ pub fn check_schema(schema: &Value, limits: &Limits) -> Result<SchemaStats, Guar
     check_schema_with_words(schema, limits).map(|(stats, _)| stats)
 }
 
-/// Keywords that read a whole string (`own_text_checks`) a schema may apply to one value, at
-/// most. The validator keeps no verdict about a string, so each application is another pass
-/// over it: `allOf` of two references, sixteen deep, applied one pattern 65,536 times, and a
-/// valid call with a 1 MB string took 24 s. An `anyOf` of a hundred formats, each with a
-/// pattern and two lengths, fits.
+/// Checks that read a whole string (`text_checks`) a schema may apply to the values along one
+/// path of the arguments, at most (`check_text_checks`). The validator keeps no verdict about
+/// a string, so each application is another pass over it: `allOf` of two references, sixteen
+/// deep, applied one pattern 65,536 times, and a valid call with a 1 MB string took 24 s. An
+/// `anyOf` of a hundred string shapes, each with a pattern and two lengths, fits.
 pub const MAX_TEXT_CHECKS: u64 = 512;
 
 /// Schemas holding `unevaluatedProperties` or `unevaluatedItems` one applied in place inside
@@ -642,11 +641,10 @@ pub fn check_schema_with_words<'a>(
             limit: MAX_UNEVALUATED_NESTING,
         });
     }
-    if text_checks > MAX_TEXT_CHECKS {
-        return Err(GuardViolation::TextChecks {
-            checks: text_checks,
-            limit: MAX_TEXT_CHECKS,
-        });
+    // Without references each schema object applies once along a path: the schema's own count
+    // bounds what one value meets.
+    if walker.stats.refs > 0 || text_checks > MAX_TEXT_CHECKS {
+        check_text_checks(schema, &walker.anchors, limits)?;
     }
     walker.stats.issues = issues;
     Ok((walker.stats, walker.words))
@@ -1150,10 +1148,6 @@ struct Work<'a> {
     /// `unevaluatedItems`, each applied in place in the one before, from this one
     /// (`MAX_UNEVALUATED_NESTING`).
     unevaluated_nesting: u64,
-    /// When weighing issues: the keywords that read the whole of a string (`own_text_checks`)
-    /// applied at this value, its names, or its decoded content. The validator remembers no
-    /// verdict about a string, so each is a pass over the text.
-    text_checks: u64,
     /// When weighing issues: each level down, the longest evaluation path, in bytes, from this
     /// schema to a keyword counted there. Every error carries its evaluation path
     /// from the root (`properties/a/$ref/...`), which grows with each level a recursive schema
@@ -1170,7 +1164,6 @@ impl<'a> Work<'a> {
             other: own.units,
             object: own.units,
             here: own.units,
-            text_checks: own.text_checks,
             enums: if own.enum_options > 0 {
                 vec![own.enum_options]
             } else {
@@ -1217,7 +1210,6 @@ impl<'a> Work<'a> {
     /// upper bound.
     fn add_in_place(&mut self, other: &Work<'a>) {
         self.here = self.here.saturating_add(other.here);
-        self.text_checks = self.text_checks.saturating_add(other.text_checks);
         self.add_below(&other.below);
         // One error is the first: the heaviest of the contexts, not their sum.
         max_levels(&mut self.contexts, &other.contexts);
@@ -1241,8 +1233,8 @@ impl<'a> Work<'a> {
         }
     }
 
-    /// What weighing issues keeps of the root schema's work, with the most text checks and the
-    /// longest nesting found anywhere.
+    /// What weighing issues keeps of the root schema's work, with the text checks of every
+    /// schema object and the longest nesting found anywhere.
     fn into_root(self, text_checks: u64, unevaluated_nesting: u64) -> Root {
         Root {
             levels: self.levels().collect(),
@@ -1540,7 +1532,7 @@ fn weigh<'a>(
     // and the most of any dynamic target. What the branches of this object's `anyOf` and
     // `oneOf` raise at this value, kept in their errors; and the contexts below.
     let (mut element, mut element_too) = (Vec::new(), Vec::new());
-    let (mut dynamic, mut dynamic_below, mut dynamic_checks) = (0u64, Vec::new(), 0u64);
+    let (mut dynamic, mut dynamic_below) = (0u64, Vec::new());
     let (mut member, mut member_too) = (Vec::new(), Vec::new());
     let (mut branches, mut contexts, mut dynamic_contexts) = (0u64, Vec::new(), Vec::new());
     for (&(slot, step), found) in slots.iter().zip(subschemas) {
@@ -1566,7 +1558,6 @@ fn weigh<'a>(
             }
             Slot::Dynamic => {
                 dynamic = dynamic.max(found.here);
-                dynamic_checks = dynamic_checks.max(found.text_checks);
                 if dynamic_below.len() < found.below.len() {
                     dynamic_below.resize(found.below.len(), [0, 0]);
                 }
@@ -1600,19 +1591,16 @@ fn weigh<'a>(
             }
             Slot::Sub(Applied::Text) => {
                 text = text.saturating_add(found.most());
-                // A name is read as often as the checks below apply, each name in turn.
-                work.text_checks = work.text_checks.saturating_add(found.text_checks);
                 add_levels(&mut member_too, found.levels(), 0);
             }
         }
     }
     if let Some(found) = heaviest_dynamic {
         let (here, below) = (work.here, std::mem::take(&mut work.below));
-        let (contexts, checks) = (std::mem::take(&mut work.contexts), work.text_checks);
+        let contexts = std::mem::take(&mut work.contexts);
         work.add_in_place(&found);
         // Any of the dynamic targets may apply: the most of each, not the heaviest's.
         (work.here, work.below, work.contexts) = (here.saturating_add(dynamic), below, contexts);
-        work.text_checks = checks.saturating_add(dynamic_checks);
         work.add_below(&dynamic_below);
         max_levels(&mut work.contexts, &dynamic_contexts);
     }
@@ -1736,10 +1724,44 @@ struct Root {
     enclosing: Vec<u64>,
     enums: Vec<u64>,
     serialised: u128,
-    /// The most text checks at one value anywhere (`Work::text_checks`).
+    /// The text checks of every schema object weighed, added up (`Own::text_checks`).
     text_checks: u64,
     /// The longest in-place chain of `unevaluated*` holders anywhere (`Work::unevaluated_nesting`).
     unevaluated_nesting: u64,
+}
+
+/// Refuses a schema that may apply more than `MAX_TEXT_CHECKS` checks reading a whole string
+/// (`text_checks`) along one path of the arguments: weighed as the expansion guard weighs
+/// keywords, so a check counts each time a reference, an `allOf` or the like applies it,
+/// whether to a value or to a member reached from several schemas applied in place. What one
+/// value meets is at most what its path meets.
+fn check_text_checks<'a>(
+    schema: &'a Value,
+    anchors: &AHashMap<AnchorKey, &'a Value>,
+    limits: &Limits,
+) -> Result<(), GuardViolation> {
+    let mut checks = |map: &serde_json::Map<String, Value>| Own {
+        units: map
+            .iter()
+            .map(|(key, value)| text_checks(key, value))
+            .fold(0, u64::saturating_add),
+        ..Own::ONE
+    };
+    let depth = Some(limits.max_argument_depth);
+    let fits = matches!(
+        weigh_expansion(schema, anchors, MAX_TEXT_CHECKS, None, &mut checks, false),
+        Expansion::Fits { .. }
+    ) || matches!(
+        weigh_expansion(schema, anchors, MAX_TEXT_CHECKS, depth, &mut checks, false),
+        Expansion::Fits { .. } | Expansion::Loops
+    );
+    if fits {
+        Ok(())
+    } else {
+        Err(GuardViolation::TextChecks {
+            limit: MAX_TEXT_CHECKS,
+        })
+    }
 }
 
 /// What weighing a schema found: the weight when it fits the bound, that it does not, or
@@ -1800,7 +1822,7 @@ fn weigh_expansion<'a>(
     // Every subschema waiting to be weighed or combined has its slot here: a schema's
     // subschemas are done before it is combined, so the stack never needs more than its top.
     let mut slot_stack: Vec<(Slot<'a>, u64)> = Vec::new();
-    let (mut most_text_checks, mut most_nesting) = (0u64, 0u64);
+    let (mut total_text_checks, mut most_nesting) = (0u64, 0u64);
     let mut tasks = vec![Task::Weigh {
         node: schema,
         resource: schema,
@@ -1880,7 +1902,7 @@ fn weigh_expansion<'a>(
                 if work.most() > budget {
                     return Expansion::Over;
                 }
-                most_text_checks = most_text_checks.max(work.text_checks);
+                total_text_checks = total_text_checks.saturating_add(own.text_checks);
                 most_nesting = most_nesting.max(work.unevaluated_nesting);
                 if shared {
                     let here = place(node, resource, below.unwrap_or(0));
@@ -1893,7 +1915,7 @@ fn weigh_expansion<'a>(
     }
     let root = results.pop().unwrap_or_default();
     Expansion::Fits {
-        root: root.into_root(most_text_checks, most_nesting),
+        root: root.into_root(total_text_checks, most_nesting),
     }
 }
 
@@ -2441,7 +2463,7 @@ mod tests {
         let refused = check(&all_of_chain(10, 2, pattern)).unwrap_err();
         assert_eq!(refused.code(), "schema_expansion_too_large");
         assert!(
-            refused.to_string().contains("up to 1024 pattern"),
+            refused.to_string().contains("more than 512 pattern"),
             "{refused}"
         );
         // Every kind of check counts, and so does each pattern of `patternProperties` (every
@@ -2458,6 +2480,12 @@ mod tests {
         // One check per value of a recursive schema, however deep, is one at each value.
         let tree = json!({"properties": {"a": {"$ref": "#"}, "b": {"pattern": "^x"}}});
         assert!(check(&tree).is_ok());
+        // A member reached from many schemas applied in place meets all their checks, with
+        // references or without.
+        let member = json!({"properties": {"s": {"pattern": "^a"}}});
+        assert!(check(&all_of_chain(10, 2, member.clone())).is_err());
+        assert!(check(&json!({"allOf": vec![member.clone(); 600]})).is_err());
+        assert!(check(&json!({"allOf": vec![member; 500]})).is_ok());
         // Checks at different values do not add up: 512 at each of two members fit.
         let mut defs = chain_definitions("s", "allOf", 9, 2, json!({"pattern": "^a"}));
         defs.extend(chain_definitions(

@@ -275,7 +275,7 @@ async def test_a_schema_that_reads_one_string_too_many_times_is_refused() -> Non
     schema = all_of_chain(16, {"type": "string", "pattern": "^[a-z ]+$"})
     error = refused(schema)
     assert error.reason == "schema_expansion_too_large"
-    assert "up to 65536 pattern, length and content keywords to one string" in str(error)
+    assert "more than 512 pattern, length and content keywords" in str(error)
     ran: list[object] = []
 
     async def execute(args: dict[str, Any], context: ToolExecutionContext) -> str:
@@ -293,6 +293,15 @@ async def test_a_schema_that_reads_one_string_too_many_times_is_refused() -> Non
     assert result.error.code == "schema_guard"
     assert result.error.details == {"reason": "schema_expansion_too_large"}
     assert ran == []
+    # The same checks on a member, reached from every schema of the chain, or from an `allOf`
+    # of 600 without any reference, are refused too.
+    member = {"properties": {"s": {"pattern": "^[a-z ]+$"}}}
+    chain = all_of_chain(16, {})
+    chain["$defs"]["d16"] = member
+    chain["properties"] = {"o": {"$ref": "#/$defs/d0"}}
+    assert refused(chain).reason == "schema_expansion_too_large"
+    assert refused({"allOf": [member] * 600}).reason == "schema_expansion_too_large"
+    check_schema({"allOf": [member] * 500})
     # 512 fit, and the call is checked.
     fits = all_of_chain(9, {"type": "string", "pattern": "^[a-z ]+$"})
     check_schema(fits)
