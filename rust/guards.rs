@@ -642,9 +642,9 @@ pub fn check_schema_with_words<'a>(
         });
     }
     // Without references each schema object applies once along a path: the schema's own count
-    // bounds what one value meets.
-    if walker.stats.refs > 0 || text_checks > MAX_TEXT_CHECKS {
-        check_text_checks(schema, &walker.anchors, limits)?;
+    // of string checks bounds what one path meets.
+    if walker.stats.refs == 0 && text_checks > MAX_TEXT_CHECKS {
+        check_expansion(schema, &walker.anchors, limits)?;
     }
     walker.stats.issues = issues;
     Ok((walker.stats, walker.words))
@@ -1112,14 +1112,14 @@ fn check_alias_cycles<'a>(
 /// and those that may apply to any member).
 #[derive(Clone, Default)]
 struct Work<'a> {
-    array: u64,
-    other: u64,
-    object: u64,
+    array: Cost,
+    other: Cost,
+    object: Cost,
     /// Per property name (sorted), what `properties` applies to that member.
-    named: Vec<(&'a str, u64)>,
+    named: Vec<(&'a str, Cost)>,
     /// What `patternProperties`, `additionalProperties` and `unevaluatedProperties` may apply
     /// to any member.
-    any_member: u64,
+    any_member: Cost,
     /// When weighing issues (`IssueWeights`): what applies at the value itself.
     here: u64,
     /// When weighing issues: the most applied at any one value each level down, one level down
@@ -1160,9 +1160,18 @@ impl<'a> Work<'a> {
     /// The work of a schema object's own keywords, before its subschemas are added.
     fn of_own(own: Own) -> Self {
         Work {
-            array: own.units,
-            other: own.units,
-            object: own.units,
+            array: Cost {
+                keywords: own.units,
+                text: own.text_checks,
+            },
+            other: Cost {
+                keywords: own.units,
+                text: own.text_checks,
+            },
+            object: Cost {
+                keywords: own.units,
+                text: own.text_checks,
+            },
             here: own.units,
             enums: if own.enum_options > 0 {
                 vec![own.enum_options]
@@ -1176,9 +1185,9 @@ impl<'a> Work<'a> {
 
     fn one(levels: bool) -> Self {
         Work {
-            array: 1,
-            other: 1,
-            object: 1,
+            array: Cost::ONE,
+            other: Cost::ONE,
+            object: Cost::ONE,
             here: u64::from(levels),
             ..Work::default()
         }
@@ -1193,14 +1202,15 @@ impl<'a> Work<'a> {
         std::iter::once(self.here).chain(below)
     }
 
-    fn object_total(&self) -> u64 {
-        let named = self.named.iter().map(|(_, work)| *work).max().unwrap_or(0);
-        self.object
-            .saturating_add(named)
-            .saturating_add(self.any_member)
+    fn object_total(&self) -> Cost {
+        let named = self
+            .named
+            .iter()
+            .fold(Cost::default(), |most, &(_, work)| most.max(work));
+        self.object.plus(named).plus(self.any_member)
     }
 
-    fn most(&self) -> u64 {
+    fn most(&self) -> Cost {
         self.array.max(self.other).max(self.object_total())
     }
 
@@ -1213,10 +1223,10 @@ impl<'a> Work<'a> {
         self.add_below(&other.below);
         // One error is the first: the heaviest of the contexts, not their sum.
         max_levels(&mut self.contexts, &other.contexts);
-        self.array = self.array.saturating_add(other.array);
-        self.other = self.other.saturating_add(other.other);
-        self.object = self.object.saturating_add(other.object);
-        self.any_member = self.any_member.saturating_add(other.any_member);
+        self.array = self.array.plus(other.array);
+        self.other = self.other.plus(other.other);
+        self.object = self.object.plus(other.object);
+        self.any_member = self.any_member.plus(other.any_member);
         for &(name, work) in &other.named {
             self.add_named(name, work);
         }
@@ -1290,10 +1300,47 @@ impl<'a> Work<'a> {
         }
     }
 
-    fn add_named(&mut self, name: &'a str, work: u64) {
+    fn add_named(&mut self, name: &'a str, work: Cost) {
         match self.named.binary_search_by(|(known, _)| (*known).cmp(name)) {
-            Ok(at) => self.named[at].1 = self.named[at].1.saturating_add(work),
+            Ok(at) => self.named[at].1 = self.named[at].1.plus(work),
             Err(at) => self.named.insert(at, (name, work)),
+        }
+    }
+}
+
+/// What validation may apply along one path of the arguments: keywords (or issue units), and
+/// checks that read a whole string (`text_checks`).
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+struct Cost {
+    keywords: u64,
+    text: u64,
+}
+
+impl Cost {
+    /// One keyword.
+    const ONE: Cost = Cost {
+        keywords: 1,
+        text: 0,
+    };
+
+    fn plus(self, other: Cost) -> Cost {
+        Cost {
+            keywords: self.keywords.saturating_add(other.keywords),
+            text: self.text.saturating_add(other.text),
+        }
+    }
+
+    /// Whether this passes `budget`: `Some(true)` when its text checks do, `Some(false)` when
+    /// only its keywords do.
+    fn over(self, budget: Cost) -> Option<bool> {
+        let text = self.text > budget.text;
+        (text || self.keywords > budget.keywords).then_some(text)
+    }
+
+    fn max(self, other: Cost) -> Cost {
+        Cost {
+            keywords: self.keywords.max(other.keywords),
+            text: self.text.max(other.text),
         }
     }
 }
@@ -1526,7 +1573,8 @@ fn weigh<'a>(
     let mut work = Work::of_own(own);
     // The longest chain of `unevaluated*` holders applied in place, below this one.
     let mut unevaluated_below = 0u64;
-    let (mut element_one_of, mut element_also, mut text) = (0u64, 0u64, 0u64);
+    let (mut element_one_of, mut element_also, mut text) =
+        (Cost::default(), Cost::default(), Cost::default());
     let mut heaviest_dynamic: Option<Work<'a>> = None;
     // Per level below: what applies to one element, and to one member (its name included);
     // and the most of any dynamic target. What the branches of this object's `anyOf` and
@@ -1567,7 +1615,7 @@ fn weigh<'a>(
                 max_levels(&mut dynamic_contexts, &found.contexts);
                 if heaviest_dynamic
                     .as_ref()
-                    .is_none_or(|known| found.most() > known.most())
+                    .is_none_or(|known| found.most().keywords > known.most().keywords)
                 {
                     heaviest_dynamic = Some(found);
                 }
@@ -1577,7 +1625,7 @@ fn weigh<'a>(
                 max_levels(&mut element, found.levels());
             }
             Slot::Sub(Applied::ElementAlso) => {
-                element_also = element_also.saturating_add(found.most());
+                element_also = element_also.plus(found.most());
                 add_levels(&mut element_too, found.levels(), 0);
             }
             // The names of one object's `properties` differ: one member takes one of them.
@@ -1586,11 +1634,11 @@ fn weigh<'a>(
                 max_levels(&mut member, found.levels());
             }
             Slot::Sub(Applied::AnyMember) => {
-                work.any_member = work.any_member.saturating_add(found.most());
+                work.any_member = work.any_member.plus(found.most());
                 add_levels(&mut member_too, found.levels(), 0);
             }
             Slot::Sub(Applied::Text) => {
-                text = text.saturating_add(found.most());
+                text = text.plus(found.most());
                 add_levels(&mut member_too, found.levels(), 0);
             }
         }
@@ -1604,11 +1652,9 @@ fn weigh<'a>(
         work.add_below(&dynamic_below);
         max_levels(&mut work.contexts, &dynamic_contexts);
     }
-    work.array = work
-        .array
-        .saturating_add(element_one_of.saturating_add(element_also));
-    work.object = work.object.saturating_add(text);
-    work.other = work.other.saturating_add(text);
+    work.array = work.array.plus(element_one_of.plus(element_also));
+    work.object = work.object.plus(text);
+    work.other = work.other.plus(text);
     if levels {
         // One of the element schemas, and all of those for every element; one of the names,
         // and all of those for any member.
@@ -1681,36 +1727,48 @@ fn check_expansion<'a>(
     anchors: &AHashMap<AnchorKey, &'a Value>,
     limits: &Limits,
 ) -> Result<(), GuardViolation> {
-    let budget =
-        (limits.max_schema_keywords as u64).saturating_mul(limits.max_argument_depth as u64);
+    let budget = Cost {
+        keywords: (limits.max_schema_keywords as u64)
+            .saturating_mul(limits.max_argument_depth as u64),
+        text: MAX_TEXT_CHECKS,
+    };
     // Most schemas with references do not loop: weighed once per schema, without depth, they
     // get a bound at least as large (every level counted), and most fit it. Only a schema that
     // loops back on itself, or does not fit, is weighed again, per level of the arguments.
     let mut keywords = |map: &serde_json::Map<String, Value>| Own {
         units: map.len().max(1) as u64,
+        text_checks: map
+            .iter()
+            .map(|(key, value)| text_checks(key, value))
+            .fold(0, u64::saturating_add),
         ..Own::ONE
     };
-    let fits = matches!(
-        weigh_expansion(schema, anchors, budget, None, &mut keywords, false),
-        Expansion::Fits { .. }
-    ) || matches!(
-        weigh_expansion(
-            schema,
-            anchors,
-            budget,
-            Some(limits.max_argument_depth),
-            &mut keywords,
-            false
-        ),
-        Expansion::Fits { .. } | Expansion::Loops
-    );
-    if fits {
-        Ok(())
-    } else {
-        Err(GuardViolation::Expansion {
-            keywords: limits.max_schema_keywords,
-            depth: limits.max_argument_depth,
-        })
+    if let Expansion::Fits { .. } =
+        weigh_expansion(schema, anchors, budget, None, &mut keywords, false)
+    {
+        return Ok(());
+    }
+    let depth = Some(limits.max_argument_depth);
+    let expansion = GuardViolation::Expansion {
+        keywords: limits.max_schema_keywords,
+        depth: limits.max_argument_depth,
+    };
+    match weigh_expansion(schema, anchors, budget, depth, &mut keywords, false) {
+        Expansion::Fits { .. } | Expansion::Loops => Ok(()),
+        Expansion::Over { text: false } => Err(expansion),
+        // Named for the keywords when they pass their bound too: the wider fault.
+        Expansion::Over { text: true } => {
+            let keywords_only = Cost {
+                text: u64::MAX,
+                ..budget
+            };
+            match weigh_expansion(schema, anchors, keywords_only, depth, &mut keywords, false) {
+                Expansion::Over { .. } => Err(expansion),
+                _ => Err(GuardViolation::TextChecks {
+                    limit: MAX_TEXT_CHECKS,
+                }),
+            }
+        }
     }
 }
 
@@ -1730,40 +1788,6 @@ struct Root {
     unevaluated_nesting: u64,
 }
 
-/// Refuses a schema that may apply more than `MAX_TEXT_CHECKS` checks reading a whole string
-/// (`text_checks`) along one path of the arguments: weighed as the expansion guard weighs
-/// keywords, so a check counts each time a reference, an `allOf` or the like applies it,
-/// whether to a value or to a member reached from several schemas applied in place. What one
-/// value meets is at most what its path meets.
-fn check_text_checks<'a>(
-    schema: &'a Value,
-    anchors: &AHashMap<AnchorKey, &'a Value>,
-    limits: &Limits,
-) -> Result<(), GuardViolation> {
-    let mut checks = |map: &serde_json::Map<String, Value>| Own {
-        units: map
-            .iter()
-            .map(|(key, value)| text_checks(key, value))
-            .fold(0, u64::saturating_add),
-        ..Own::ONE
-    };
-    let depth = Some(limits.max_argument_depth);
-    let fits = matches!(
-        weigh_expansion(schema, anchors, MAX_TEXT_CHECKS, None, &mut checks, false),
-        Expansion::Fits { .. }
-    ) || matches!(
-        weigh_expansion(schema, anchors, MAX_TEXT_CHECKS, depth, &mut checks, false),
-        Expansion::Fits { .. } | Expansion::Loops
-    );
-    if fits {
-        Ok(())
-    } else {
-        Err(GuardViolation::TextChecks {
-            limit: MAX_TEXT_CHECKS,
-        })
-    }
-}
-
 /// What weighing a schema found: the weight when it fits the bound, that it does not, or
 /// (weighing without depth) that it loops back on itself.
 enum Expansion {
@@ -1773,7 +1797,10 @@ enum Expansion {
     Fits {
         root: Root,
     },
-    Over,
+    /// It passes the budget: its text checks (`text`), or its keywords.
+    Over {
+        text: bool,
+    },
     Loops,
 }
 
@@ -1810,7 +1837,7 @@ enum Task<'a> {
 fn weigh_expansion<'a>(
     schema: &'a Value,
     anchors: &AHashMap<AnchorKey, &'a Value>,
-    budget: u64,
+    budget: Cost,
     depth: Option<usize>,
     own: &mut impl FnMut(&'a serde_json::Map<String, Value>) -> Own,
     levels: bool,
@@ -1899,8 +1926,8 @@ fn weigh_expansion<'a>(
                 let found = results.drain(from..).rev();
                 let work = weigh(own, &slot_stack[slots..], found, levels);
                 slot_stack.truncate(slots);
-                if work.most() > budget {
-                    return Expansion::Over;
+                if let Some(text) = work.most().over(budget) {
+                    return Expansion::Over { text };
                 }
                 total_text_checks = total_text_checks.saturating_add(own.text_checks);
                 most_nesting = most_nesting.max(work.unevaluated_nesting);
@@ -2115,15 +2142,19 @@ fn issue_weights(
 ) -> (IssueWeights, u64, u64) {
     let mut copies: AHashMap<*const Value, u64> = AHashMap::new();
     let mut own = |map: &serde_json::Map<String, Value>| own_issue_units(map, &mut copies);
-    let root = match weigh_expansion(schema, anchors, u64::MAX, None, &mut own, true) {
+    let unbounded = Cost {
+        keywords: u64::MAX,
+        text: u64::MAX,
+    };
+    let root = match weigh_expansion(schema, anchors, unbounded, None, &mut own, true) {
         Expansion::Fits { root } => root,
-        Expansion::Loops | Expansion::Over => {
+        Expansion::Loops | Expansion::Over { .. } => {
             let depth = Some(limits.max_argument_depth + 1);
-            match weigh_expansion(schema, anchors, u64::MAX, depth, &mut own, true) {
+            match weigh_expansion(schema, anchors, unbounded, depth, &mut own, true) {
                 Expansion::Fits { root } => root,
                 // Not reached: weighed per level, with no budget, a schema neither loops nor
                 // passes it.
-                Expansion::Loops | Expansion::Over => {
+                Expansion::Loops | Expansion::Over { .. } => {
                     let unknown = vec![u64::MAX; limits.max_argument_depth + 2];
                     Root {
                         levels: unknown.clone(),
