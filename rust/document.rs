@@ -218,11 +218,7 @@ impl<'s> Document<'s> {
 
     /// The bytes of every string and member name, in one pass over the flat buffers.
     pub fn text_bytes(&self) -> u64 {
-        let length = |text: &Text<'s>| match *text {
-            Text::Source(text) => text.len(),
-            Text::Decoded { len, .. } => len as usize,
-            Text::Held(at) => self.held.get(at as usize).map_or(0, |text| text.len()),
-        } as u64;
+        let length = |text: &Text<'s>| self.text(text).len() as u64;
         let strings = self.nodes.iter().map(|node| match node {
             Entry::Str(text) => length(text),
             _ => 0,

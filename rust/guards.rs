@@ -1159,19 +1159,14 @@ struct Work<'a> {
 impl<'a> Work<'a> {
     /// The work of a schema object's own keywords, before its subschemas are added.
     fn of_own(own: Own) -> Self {
+        let cost = Cost {
+            keywords: own.units,
+            text: own.text_checks,
+        };
         Work {
-            array: Cost {
-                keywords: own.units,
-                text: own.text_checks,
-            },
-            other: Cost {
-                keywords: own.units,
-                text: own.text_checks,
-            },
-            object: Cost {
-                keywords: own.units,
-                text: own.text_checks,
-            },
+            array: cost,
+            other: cost,
+            object: cost,
             here: own.units,
             enums: if own.enum_options > 0 {
                 vec![own.enum_options]
@@ -1258,9 +1253,11 @@ impl<'a> Work<'a> {
         }
     }
 
-    /// Adds the evaluation paths of `found`, a subschema in `slot` whose step adds `step` bytes,
-    /// and the branches enclosing its keywords: one level down unless it applies `in_place`.
-    fn add_paths_of(&mut self, found: &Work<'_>, slot: Slot<'_>, step: u64, in_place: bool) {
+    /// Adds what `found`, a subschema in `slot` whose step adds `step` bytes, keeps level by
+    /// level besides its issue units: its evaluation paths, the branches enclosing its keywords,
+    /// its `enum`s and where `unevaluatedItems` applies; one level down unless it applies
+    /// `in_place`.
+    fn add_levels_of(&mut self, found: &Work<'_>, slot: Slot<'_>, step: u64, in_place: bool) {
         let (shift, levels) = (usize::from(!in_place), 1 + found.below.len());
         longest(&mut self.paths, &found.paths, levels, step, shift);
         // Everything in a branch, at every level, is enclosed by one more.
@@ -1594,7 +1591,7 @@ fn weigh<'a>(
             } else {
                 max_levels(&mut contexts, &found.contexts);
             }
-            work.add_paths_of(&found, slot, step, in_place);
+            work.add_levels_of(&found, slot, step, in_place);
         }
         match slot {
             Slot::Reference | Slot::Sub(Applied::InPlace) => work.add_in_place(&found),
@@ -2102,13 +2099,19 @@ fn own_issue_units(
     };
     for (key, value) in map {
         own.text_checks = own.text_checks.saturating_add(text_checks(key, value));
-        match (key.as_str(), value) {
-            ("unevaluatedItems", _) => (own.serialises_items, own.unevaluated) = (true, true),
-            ("unevaluatedProperties", _) => own.unevaluated = true,
-            ("enum", Value::Array(options)) => own.enum_options = options.len() as u64,
-            _ => {}
-        }
         let extra = match (key.as_str(), value) {
+            ("unevaluatedItems", _) => {
+                (own.serialises_items, own.unevaluated) = (true, true);
+                0
+            }
+            ("unevaluatedProperties", _) => {
+                own.unevaluated = true;
+                0
+            }
+            ("enum", Value::Array(options)) => {
+                own.enum_options = options.len() as u64;
+                0
+            }
             ("required", Value::Array(names)) => name_list_units(names),
             ("dependentRequired" | "dependencies", Value::Object(entries)) => entries
                 .values()

@@ -580,8 +580,9 @@ pub fn document_weight(doc: &Document<'_>, weights: &IssueWeights) -> DocumentWe
 /// names, with none of the walk. A value's instance path is at most 11 bytes a level plus twice
 /// every name above it; the names and texts its errors copy, and an array's copy of its whole
 /// subtree (80 bytes a value, `VALUE_COPY_BYTES`, besides the text, and twice its JSON text when
-/// the schema serialises items), are bounded the same way. Ordinary invalid calls are far within the budget by this bound, so their issues are listed
-/// without weighing the document level by level.
+/// the schema serialises items), are bounded the same way. Ordinary invalid calls are far within
+/// the budget by this bound, so their issues are listed without weighing the document level by
+/// level.
 pub fn listing_cost_bound(doc: &Document<'_>, weights: &IssueWeights) -> u64 {
     let values = doc.len() as u64;
     let text = doc.text_bytes();
