@@ -131,7 +131,6 @@ def crash_rounds(tmp_path: Path, backend: Backend, rows: Callable[[str], list[An
         conn.execute("CREATE TABLE transfers (call TEXT)")
     context = multiprocessing.get_context("fork")
     rng = random.Random(20261130)
-    outcomes: dict[str, int] = {}
     for number, hold in enumerate([*HELD, *[None] * kills()]):
         call_id = f"call-{number}"
         reached = context.Event()
@@ -165,13 +164,11 @@ def crash_rounds(tmp_path: Path, backend: Backend, rows: Callable[[str], list[An
         if before == 1:
             statuses = [row.status for row in rows(call_id)]
             assert "started" in statuses, f"{call_id}: the started row was lost"
+        # The kills hit the interesting moments, not only one of them: each of the three
+        # outcomes comes at least from its held kill (how the random ones fall depends on the
+        # machine's speed).
         if hold is not None:
             assert kind == HELD[hold], f"{call_id}: killed {hold}, then {kind}"
-        outcomes[kind] = outcomes.get(kind, 0) + 1
-    # The kills hit the interesting moments, not only one of them: each of the three outcomes
-    # came at least from its held kill (how the random ones fall depends on the machine's speed).
-    assert set(outcomes) == set(HELD.values()), outcomes
-    assert sum(outcomes.values()) == kills() + len(HELD)
 
 
 def test_sqlite_worker_killed_at_random_points(tmp_path: Path) -> None:

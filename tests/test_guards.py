@@ -208,14 +208,23 @@ def test_schema_ref_default() -> None:
 # --- schema expansion -------------------------------------------------------------------------
 
 
-def branching_chain(levels: int, width: int = 2) -> dict[str, Any]:
-    """``levels`` definitions, each an ``anyOf`` of ``width`` references to the next: a schema
-    of a few hundred bytes that applies ``width ** levels`` schemas to one value."""
+def chain_definitions(
+    levels: int, applicator: str, width: int, leaf: dict[str, Any]
+) -> dict[str, Any]:
+    """``levels`` definitions, each an ``applicator`` of ``width`` references to the next, then
+    ``leaf``: ``width ** levels`` applications of ``leaf`` to one value."""
     defs: dict[str, Any] = {
-        f"d{level}": {"anyOf": [{"$ref": f"#/$defs/d{level + 1}"}] * width}
+        f"d{level}": {applicator: [{"$ref": f"#/$defs/d{level + 1}"}] * width}
         for level in range(levels)
     }
-    defs[f"d{levels}"] = {"type": "string"}
+    defs[f"d{levels}"] = leaf
+    return defs
+
+
+def branching_chain(levels: int, width: int = 2) -> dict[str, Any]:
+    """An ``anyOf`` chain (``chain_definitions``) ending in a string, at the root: a schema of a
+    few hundred bytes that applies ``width ** levels`` schemas to one value."""
+    defs = chain_definitions(levels, "anyOf", width, {"type": "string"})
     return {"$defs": defs, "$ref": "#/$defs/d0"}
 
 
@@ -260,12 +269,9 @@ def test_the_expansion_bound_is_keywords_times_argument_depth() -> None:
 
 
 def all_of_chain(levels: int, leaf: dict[str, Any]) -> dict[str, Any]:
-    """``levels`` definitions, each an ``allOf`` of two references to the next, then ``leaf``:
-    ``2 ** levels`` applications of ``leaf`` to one value."""
-    defs: dict[str, Any] = {
-        f"d{level}": {"allOf": [{"$ref": f"#/$defs/d{level + 1}"}] * 2} for level in range(levels)
-    }
-    defs[f"d{levels}"] = leaf
+    """An ``allOf`` chain of two references a level (``chain_definitions``) ending in ``leaf``,
+    applied to the member ``s``: ``2 ** levels`` applications of ``leaf`` to that value."""
+    defs = chain_definitions(levels, "allOf", 2, leaf)
     return {"$defs": defs, "type": "object", "properties": {"s": {"$ref": "#/$defs/d0"}}}
 
 
@@ -296,10 +302,7 @@ async def test_a_schema_that_reads_one_string_too_many_times_is_refused() -> Non
     # The same checks on a member, reached from every schema of the chain, or from an `allOf`
     # of 600 without any reference, are refused too.
     member = {"properties": {"s": {"pattern": "^[a-z ]+$"}}}
-    chain = all_of_chain(16, {})
-    chain["$defs"]["d16"] = member
-    chain["properties"] = {"o": {"$ref": "#/$defs/d0"}}
-    assert refused(chain).reason == "schema_expansion_too_large"
+    assert refused(all_of_chain(16, member)).reason == "schema_expansion_too_large"
     assert refused({"allOf": [member] * 600}).reason == "schema_expansion_too_large"
     check_schema({"allOf": [member] * 500})
     # 512 fit, and the call is checked.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import random
 import subprocess
 import sys
 import textwrap
@@ -509,7 +510,8 @@ def test_a_hostile_union_listed_in_full_stays_within_tens_of_mebibytes(
 
     found, grown_kib = report_in_child(tmp_path, schema, json.dumps({"d": tree(0)}))
     # Listed in full: the one `anyOf` error at `/d`, with every error below it.
-    assert (found["issues"][0]["keyword"], "complete" in found) == ("anyOf", False)
+    assert found["issues"][0]["keyword"] == "anyOf"
+    assert "complete" not in found
     assert grown_kib < 256 * 1024, f"peak memory grew {grown_kib} KiB"
 
 
@@ -596,7 +598,8 @@ def test_items_an_error_serialises_count_against_the_listing_budget(
     found, grown_kib = report_in_child(tmp_path, schema, text)
     # Only the first issue: one error of the arrays, each of which holds the long string.
     issue = found["issues"][0]
-    assert (issue["path"].startswith("/d"), issue["keyword"]) == (True, "unevaluatedItems")
+    assert issue["path"] == "/d/0/a/0/a/0/a/0/a/0/a"
+    assert issue["keyword"] == "unevaluatedItems"
     assert found["complete"] is False
     assert grown_kib < 128 * 1024, f"peak memory grew {grown_kib} KiB"
     # A few items are still listed in full.
@@ -675,29 +678,19 @@ async def test_a_divisor_beyond_64_bits_never_lets_a_non_multiple_through() -> N
 # --- lazy DFA caches -----------------------------------------------------------------------------
 
 
-def test_the_lazy_dfa_caches_of_many_patterns_stay_within_tens_of_mebibytes() -> None:
+def test_the_lazy_dfa_caches_of_many_patterns_stay_within_tens_of_mebibytes(
+    tmp_path: pathlib.Path,
+) -> None:
     """320 small patterns, each built to fill its lazy DFA cache, against one 3 KB string: with a
     2 MiB cache each they took and then kept 790 MiB."""
-    script = textwrap.dedent(
-        r"""
-        import json, random, resource
-        from prism_tools import create_json_schema_adapter
-        odd = "".join("\\x%02x" % b for b in range(0x21, 0x7F, 2))
-        patterns = [f"a[ab]{{16}}(?:[{odd}]|c){n}" for n in range(320)]
-        schema = {"type": "object", "properties": {"s": {"type": "string",
-                  "allOf": [{"pattern": p} for p in patterns]}}}
-        rng = random.Random(1)
-        text = json.dumps({"s": "".join(rng.choice("ab") for _ in range(3000))})
-        adapter = create_json_schema_adapter()
-        adapter.check_schema(schema)
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        found = adapter.parse_and_find(schema, text)[1]
-        print(found[1], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
-        """
-    )
-    ran = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
-    )
-    count, grown_kib = (int(word) for word in ran.stdout.split()[-2:])
-    assert count == 320  # every pattern still matched, and failed
+    odd = "".join(f"\\x{code:02x}" for code in range(0x21, 0x7F, 2))
+    patterns = [f"a[ab]{{16}}(?:[{odd}]|c){n}" for n in range(320)]
+    schema = {
+        "type": "object",
+        "properties": {"s": {"type": "string", "allOf": [{"pattern": p} for p in patterns]}},
+    }
+    rng = random.Random(1)
+    text = json.dumps({"s": "".join(rng.choice("ab") for _ in range(3000))})
+    found, grown_kib = report_in_child(tmp_path, schema, text)
+    assert found["count"] == 320  # every pattern still matched, and failed
     assert grown_kib < 128 * 1024, f"peak memory grew {grown_kib} KiB"
